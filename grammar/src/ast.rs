@@ -139,34 +139,6 @@ impl SweepValues {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// The value at `index` (`index < len()`), as text.
-    pub fn value(&self, index: u64, out: &mut String) {
-        use std::fmt::Write;
-        match self {
-            SweepValues::Range { start, step, .. } => {
-                let v = *start as i128 + index as i128 * *step as i128;
-                let _ = write!(out, "{v}");
-            }
-            SweepValues::List(values) => out.push_str(&values[index as usize]),
-        }
-    }
-
-    /// The position of `text` among the values, if it is one of them.
-    pub fn position(&self, text: &str) -> Option<u64> {
-        match self {
-            SweepValues::Range { start, step, .. } => {
-                let v: i64 = text.parse().ok()?;
-                let offset = v as i128 - *start as i128;
-                if offset % *step as i128 != 0 {
-                    return None;
-                }
-                let index = offset / *step as i128;
-                (index >= 0 && (index as u64) < self.len()).then_some(index as u64)
-            }
-            SweepValues::List(values) => values.iter().position(|v| v == text).map(|p| p as u64),
-        }
-    }
 }
 
 /// `key=value` as written; the value is unquoted.

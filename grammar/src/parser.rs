@@ -237,7 +237,7 @@ impl<'s> Builder<'s> {
             let end = span.end as usize;
             Diagnostic::new("slurp::syntax", "task line has no `: ` between its head and its command")
                 .label(Span::new(end.saturating_sub(1).max(span.start as usize), end), "expected `: COMMAND` by here")
-                .help("write `task NAME ATTR=VALUE ...: COMMAND`; the head ends at the first `:` followed by a space")
+                .help("write `task NAME ATTR=VALUE ...: COMMAND` (the head ends at the first `:` followed by a space); to run a program named task, quote it: `'task' ...`")
         };
         self.error(diagnostic);
     }

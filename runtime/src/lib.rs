@@ -1,1 +1,17 @@
-//! placeholder
+//! slurp's runtime: the workflow IR it executes and the resources it owns.
+//!
+//! For now this crate holds the data the interpreter produces — the
+//! [`Program`] of workflows, templates and tasks, each task lowerable to a
+//! Flux [`Jobspec`] — and the [`Capacity`] model requests are checked
+//! against. It never parses text.
+
+mod ir;
+pub mod jobspec;
+mod resources;
+
+pub use ir::{
+    Axis, CommandTemplate, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
+    Template, TemplateId, Text, Values, Workflow, WorkflowId,
+};
+pub use jobspec::Jobspec;
+pub use resources::{Capacity, Shortfall, amount, format_bytes};

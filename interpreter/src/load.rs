@@ -1,0 +1,324 @@
+//! Reading files and turning their lines into entries.
+//!
+//! An [`Entry`] is one line that will become tasks, with everything that
+//! applies to it: its own attributes and the `defaults` in force where it
+//! stands. `include` is textual, as in C: the included file's lines are
+//! entries of the including workflow, and `defaults` flow through includes
+//! in both directions. Include cycles are reported with their chain.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use slurp_grammar::{Attr, Command, Diagnostic, ItemKind, Span, SweepVar};
+use slurp_runtime::FileId;
+
+use crate::report::{Located, Sources};
+
+/// Files bigger than this are refused before parsing (spans are `u32`).
+const MAX_FILE_SIZE: usize = u32::MAX as usize;
+
+/// One line that becomes tasks.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub file: FileId,
+    pub line: u32,
+    pub span: Span,
+    pub kind: EntryKind,
+    pub command: Command,
+    /// `defaults` in force, then the line's own attributes (which win).
+    pub attrs: Vec<SourcedAttr>,
+}
+
+#[derive(Debug)]
+pub(crate) enum EntryKind {
+    Task {
+        name: String,
+        name_span: Span,
+        sweep: Vec<SweepVar>,
+    },
+    Legacy {
+        ncores: u32,
+        single_node: bool,
+    },
+    Plain,
+    /// A `[[task]]` of a TOML spec; `command` spans point into the TOML.
+    Toml {
+        name: String,
+        name_span: Span,
+        sweep: Vec<SweepVar>,
+        /// `workflow = "…"`: a nested entry without a `slurp` command.
+        workflow: Option<(String, Span)>,
+    },
+}
+
+/// An attribute and the file it was written in.
+#[derive(Debug, Clone)]
+pub(crate) struct SourcedAttr {
+    pub file: FileId,
+    pub attr: Attr,
+    pub from_defaults: bool,
+}
+
+/// Reads a file into `sources`, reporting a missing or unreadable file at
+/// `origin` (the include or nested line that named it).
+pub(crate) fn read_file(
+    path: &Path,
+    cwd: &Path,
+    origin: Option<(FileId, Span)>,
+    sources: &mut Sources,
+    diags: &mut Vec<Located>,
+) -> Option<FileId> {
+    let stdin = path == Path::new("-");
+    let absolute = if stdin {
+        PathBuf::from("-")
+    } else {
+        normalize(&cwd.join(path))
+    };
+    if let Some(id) = sources.find(&absolute) {
+        return Some(id);
+    }
+    let display = display_path(&absolute, cwd);
+    let bytes = if stdin {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(&absolute)
+    };
+    let bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let what = if origin.is_some() {
+                "file"
+            } else {
+                "workflow file"
+            };
+            let mut d = Diagnostic::new(
+                "slurp::missing_file",
+                format!("cannot read {what} `{display}`: {}", io_reason(&error)),
+            );
+            if let Some((_, span)) = origin {
+                d = d.label(span, "named here");
+            }
+            d = d.help(match origin {
+                Some(_) => "paths are relative to the directory of the file that names them",
+                None => "check the path; `-` reads the workflow from standard input",
+            });
+            diags.push(Located {
+                file: origin.map(|(f, _)| f),
+                diagnostic: d,
+            });
+            return None;
+        }
+    };
+    if bytes.len() > MAX_FILE_SIZE {
+        diags.push(Located {
+            file: origin.map(|(f, _)| f),
+            diagnostic: Diagnostic::new(
+                "slurp::file_too_large",
+                format!("`{display}` is larger than 4 GiB"),
+            )
+            .help("split it into several files and `include` them"),
+        });
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(sources.add(absolute, display, Arc::from(text))),
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let bad_len = error.utf8_error().error_len().unwrap_or(1);
+            // The lossy text is identical up to the first bad byte, so the
+            // span still points at it.
+            let text = String::from_utf8_lossy(error.as_bytes()).into_owned();
+            let char_len = text[valid..].chars().next().map_or(0, char::len_utf8);
+            let id = sources.add(absolute, display.clone(), Arc::from(text));
+            diags.push(Located {
+                file: Some(id),
+                diagnostic: Diagnostic::new(
+                    "slurp::invalid_utf8",
+                    format!("`{display}` is not valid UTF-8"),
+                )
+                .label(
+                    Span::new(valid, valid + char_len),
+                    format!("{bad_len} byte(s) that are not UTF-8 start here"),
+                )
+                .help("save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"),
+            });
+            None
+        }
+    }
+}
+
+fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_owned(),
+        _ => error.to_string(),
+    }
+}
+
+/// Lexically normalised absolute path (no `.`/`..`); symlinks are kept so
+/// messages show the names the user wrote.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Relative to the working directory when below it, else absolute.
+pub(crate) fn display_path(path: &Path, cwd: &Path) -> String {
+    if path == Path::new("-") {
+        return "<stdin>".to_owned();
+    }
+    path.strip_prefix(cwd)
+        .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
+}
+
+/// Collects the entries of a line-format file, following includes.
+pub(crate) struct Collector<'a> {
+    pub sources: &'a mut Sources,
+    pub diags: &'a mut Vec<Located>,
+    pub cwd: &'a Path,
+    pub entries: Vec<Entry>,
+    defaults: Vec<SourcedAttr>,
+    /// Files being included, outermost first, with the line including each.
+    include_stack: Vec<(FileId, Option<Span>)>,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(sources: &'a mut Sources, diags: &'a mut Vec<Located>, cwd: &'a Path) -> Self {
+        Collector {
+            sources,
+            diags,
+            cwd,
+            entries: Vec::new(),
+            defaults: Vec::new(),
+            include_stack: Vec::new(),
+        }
+    }
+
+    pub fn collect(&mut self, file: FileId, included_at: Option<Span>) {
+        self.include_stack.push((file, included_at));
+        let text = self.sources.get(file).text.clone();
+        let (ast, syntax) = slurp_grammar::parse(&text);
+        self.diags
+            .extend(syntax.into_iter().map(|diagnostic| Located {
+                file: Some(file),
+                diagnostic,
+            }));
+        for item in ast.items {
+            let (kind, command) = match item.kind {
+                ItemKind::Defaults(attrs) => {
+                    self.set_defaults(file, attrs);
+                    continue;
+                }
+                ItemKind::Include(path) => {
+                    self.include(file, &path.node, path.span);
+                    continue;
+                }
+                ItemKind::Task(task) => (
+                    EntryKind::Task {
+                        name: task.name.node,
+                        name_span: task.name.span,
+                        sweep: task.sweep.map(|s| s.node).unwrap_or_default(),
+                    },
+                    (task.command, task.attrs),
+                ),
+                ItemKind::Legacy(legacy) => (
+                    EntryKind::Legacy {
+                        ncores: legacy.ncores.node,
+                        single_node: legacy.single_node.node,
+                    },
+                    (legacy.command, Vec::new()),
+                ),
+                ItemKind::Plain(command) => (EntryKind::Plain, (command, Vec::new())),
+            };
+            let (command, own) = command;
+            let mut attrs = self.defaults.clone();
+            attrs.extend(own.into_iter().map(|attr| SourcedAttr {
+                file,
+                attr,
+                from_defaults: false,
+            }));
+            self.entries.push(Entry {
+                file,
+                line: item.line,
+                span: item.span,
+                kind,
+                command,
+                attrs,
+            });
+        }
+        self.include_stack.pop();
+    }
+
+    /// A `defaults` line replaces the keys it names (`env` adds variables).
+    fn set_defaults(&mut self, file: FileId, attrs: Vec<Attr>) {
+        for attr in attrs {
+            if attr.key.node == "after" {
+                self.diags.push(Located {
+                    file: Some(file),
+                    diagnostic: Diagnostic::new(
+                        "slurp::bad_attribute",
+                        "`after` cannot be a default",
+                    )
+                    .label(attr.key.span, "not allowed in `defaults`")
+                    .help("put `after=` on each task that must wait"),
+                });
+                continue;
+            }
+            if attr.key.node != "env" {
+                self.defaults.retain(|d| d.attr.key.node != attr.key.node);
+            }
+            self.defaults.push(SourcedAttr {
+                file,
+                attr,
+                from_defaults: true,
+            });
+        }
+    }
+
+    fn include(&mut self, file: FileId, path: &str, span: Span) {
+        let base = self.sources.get(file).path.parent().map(Path::to_path_buf);
+        let base = base.unwrap_or_else(|| self.cwd.to_path_buf());
+        let target = normalize(&base.join(path));
+        if let Some(pos) = self
+            .include_stack
+            .iter()
+            .position(|(f, _)| self.sources.get(*f).path == target)
+        {
+            let chain: Vec<String> = self.include_stack[pos..]
+                .iter()
+                .map(|(f, _)| self.sources.get(*f).display.clone())
+                .chain(std::iter::once(display_path(&target, self.cwd)))
+                .collect();
+            self.diags.push(Located {
+                file: Some(file),
+                diagnostic: Diagnostic::new(
+                    "slurp::include_recursion",
+                    format!("include cycle: {}", chain.join(" → ")),
+                )
+                .label(span, "includes a file that is already being included")
+                .help("an included file may not include itself, directly or through others"),
+            });
+            return;
+        }
+        if let Some(included) = read_file(
+            &target,
+            self.cwd,
+            Some((file, span)),
+            self.sources,
+            self.diags,
+        ) {
+            self.collect(included, Some(span));
+        }
+    }
+}

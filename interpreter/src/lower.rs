@@ -1,0 +1,931 @@
+//! Entries → templates and tasks: the workflow IR.
+//!
+//! Per entry this stage applies defaults, compiles `{var}` placeholders once
+//! into [`Text`], types every attribute (once when it is constant, per
+//! instance when it uses a sweep variable), expands the sweep, recognises
+//! nested entries and loads their workflows (recursively, each file once,
+//! rejecting a file that nests itself). Dependencies are resolved by
+//! [`crate::dag`] once every template of the workflow is known. A mistake
+//! in a template is reported once, not once per instance.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use slurp_grammar::{Command, Diagnostic, Span, SweepValues, SweepVar};
+use slurp_runtime::{
+    Axis, CommandTemplate, FileId, LineKind, Piece, Program, Request, Source, Task, Template,
+    TemplateId, Text, Values, Workflow, WorkflowId,
+};
+
+use crate::Options;
+use crate::attrs::{self, KEYS};
+use crate::dag::{self, DepSpec};
+use crate::load::{Collector, Entry, EntryKind, SourcedAttr, display_path, normalize, read_file};
+use crate::report::{Located, Sources};
+
+/// Subcommands of slurp: `slurp check x` in a task is a plain command, not a
+/// nested allocation.
+const SUBCOMMANDS: &[&str] = &["check", "jobspec", "resources", "run", "help"];
+
+/// Nested workflows deeper than this are refused (the static recursion
+/// check catches cycles; this bounds long acyclic chains).
+pub const MAX_DEPTH: usize = 64;
+
+/// What the lowering of one program produced besides the IR.
+#[derive(Debug, Default)]
+pub struct Notes {
+    /// Lines that run through `/bin/sh -c`: file, line, why.
+    pub shell_lines: Vec<(FileId, u32, String)>,
+}
+
+pub(crate) struct Lowerer<'a> {
+    pub sources: &'a mut Sources,
+    pub diags: Vec<Located>,
+    pub program: Program,
+    pub notes: Notes,
+    opts: &'a Options,
+    /// Workflows already loaded, by absolute path.
+    loaded: HashMap<PathBuf, WorkflowId>,
+    /// The nesting chain being loaded: file and the line that nests the next.
+    stack: Vec<(PathBuf, Option<(FileId, Span)>)>,
+    total_tasks: u64,
+}
+
+/// An attribute's value: known once, or per sweep instance.
+enum Field<T> {
+    Const(T),
+    PerInstance {
+        text: Text,
+        file: FileId,
+        span: Span,
+        parse: fn(&str) -> Result<T, String>,
+    },
+}
+
+/// A template's typed attributes.
+struct Fields {
+    ntasks: Field<u32>,
+    cores: Field<u32>,
+    gpus: Field<u32>,
+    mem: Field<u64>,
+    nodes: Field<u32>,
+    time: Field<Option<u64>>,
+    retries: Field<u32>,
+}
+
+impl<'a> Lowerer<'a> {
+    pub fn new(sources: &'a mut Sources, opts: &'a Options) -> Self {
+        Lowerer {
+            sources,
+            diags: Vec::new(),
+            program: Program::default(),
+            notes: Notes::default(),
+            opts,
+            loaded: HashMap::new(),
+            stack: Vec::new(),
+            total_tasks: 0,
+        }
+    }
+
+    fn error(&mut self, file: FileId, diagnostic: Diagnostic) {
+        self.diags.push(Located {
+            file: Some(file),
+            diagnostic,
+        });
+    }
+
+    /// Loads a workflow file and everything it nests. `origin` is the
+    /// nested entry that names it (none for the top level).
+    pub fn load_workflow(
+        &mut self,
+        path: &Path,
+        origin: Option<(FileId, Span)>,
+    ) -> Option<WorkflowId> {
+        let absolute = if path == Path::new("-") {
+            PathBuf::from("-")
+        } else {
+            normalize(&self.opts.cwd.join(path))
+        };
+        if let Some(pos) = self.stack.iter().position(|(p, _)| *p == absolute) {
+            self.nested_recursion(pos, &absolute, origin);
+            return None;
+        }
+        if let Some(&id) = self.loaded.get(&absolute) {
+            return Some(id);
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            if let Some((file, span)) = origin {
+                self.error(
+                    file,
+                    Diagnostic::new(
+                        "slurp::nesting_too_deep",
+                        format!("workflows nest more than {MAX_DEPTH} levels deep"),
+                    )
+                    .label(span, "this entry is too deep")
+                    .help("flatten the workflow: every level is a child instance"),
+                );
+            }
+            return None;
+        }
+        let file = read_file(
+            &absolute,
+            &self.opts.cwd,
+            origin,
+            self.sources,
+            &mut self.diags,
+        )?;
+        let id = WorkflowId(self.program.workflows.len() as u32);
+        self.program.workflows.push(Workflow::new(file));
+        self.loaded.insert(absolute.clone(), id);
+        self.stack.push((absolute.clone(), origin));
+
+        let entries = if absolute.extension().is_some_and(|e| e == "toml") {
+            crate::toml_spec::entries(file, self.sources, &mut self.diags)
+        } else {
+            let mut collector = Collector::new(self.sources, &mut self.diags, &self.opts.cwd);
+            collector.collect(file, None);
+            collector.entries
+        };
+        let mut workflow = Workflow::new(file);
+        let mut deps = Vec::new();
+        let mut nested = Vec::new();
+        for entry in entries {
+            self.lower_entry(entry, &mut workflow, &mut deps, &mut nested);
+        }
+        for (template, path_text, file, span) in nested {
+            self.load_children(&mut workflow, template, &path_text, file, span);
+        }
+        let mut diags = std::mem::take(&mut self.diags);
+        dag::build(&mut workflow, deps, &mut diags);
+        self.diags = diags;
+        self.stack.pop();
+        self.program.workflows[id.0 as usize] = workflow;
+        Some(id)
+    }
+
+    fn nested_recursion(&mut self, pos: usize, absolute: &Path, origin: Option<(FileId, Span)>) {
+        let cwd = &self.opts.cwd;
+        let chain: Vec<String> = self.stack[pos..]
+            .iter()
+            .map(|(p, _)| display_path(p, cwd))
+            .chain(std::iter::once(display_path(absolute, cwd)))
+            .collect();
+        if let Some((file, span)) = origin {
+            self.error(
+                file,
+                Diagnostic::new(
+                    "slurp::nested_recursion",
+                    format!("nested workflows never end: {}", chain.join(" → ")),
+                )
+                .label(span, "nests a workflow that is already being nested")
+                .help("a workflow may not nest itself, directly or through others"),
+            );
+        }
+    }
+
+    fn lower_entry(
+        &mut self,
+        entry: Entry,
+        workflow: &mut Workflow,
+        deps: &mut Vec<DepSpec>,
+        nested: &mut Vec<(TemplateId, Text, FileId, Span)>,
+    ) {
+        let file = entry.file;
+        let legacy = match entry.kind {
+            EntryKind::Legacy {
+                ncores,
+                single_node,
+            } => Some((ncores, single_node)),
+            _ => None,
+        };
+        let (name, sweep, kind, substitute, toml_workflow) = match entry.kind {
+            EntryKind::Task {
+                name,
+                name_span,
+                sweep,
+            } => (Some((name, name_span)), sweep, LineKind::Task, true, None),
+            EntryKind::Toml {
+                name,
+                name_span,
+                sweep,
+                workflow,
+            } => (
+                Some((name, name_span)),
+                sweep,
+                LineKind::Toml,
+                true,
+                workflow,
+            ),
+            EntryKind::Legacy { .. } => (None, Vec::new(), LineKind::Legacy, false, None),
+            EntryKind::Plain => (None, Vec::new(), LineKind::Plain, false, None),
+        };
+        let axes: Vec<Axis> = sweep.iter().map(to_axis).collect();
+        let var_names: Vec<&str> = axes.iter().map(|a| &*a.name).collect();
+        let count = axes.iter().fold(1u128, |n, a| n * a.values.len() as u128);
+        if count > self.opts.max_tasks as u128
+            || self.total_tasks as u128 + count > self.opts.max_tasks as u128
+        {
+            let sweep_span = sweep_span(&sweep).unwrap_or(entry.span);
+            self.error(
+                file,
+                Diagnostic::new(
+                    "slurp::sweep_too_large",
+                    format!("this sweep expands to {count} tasks, over the limit of {}", self.opts.max_tasks),
+                )
+                .label(sweep_span, format!("{} = {count} tasks", sweep_product(&axes)))
+                .help("split the work into fewer, larger tasks, or raise the limit with `--max-tasks`"),
+            );
+            return;
+        }
+        let mut errors = false;
+
+        // Attributes: defaults first, the line's own win; a key twice on
+        // one line is a mistake, not an override.
+        let mut by_key: Vec<(&str, &SourcedAttr)> = Vec::new();
+        for sourced in &entry.attrs {
+            let key = sourced.attr.key.node.as_str();
+            if !KEYS.contains(&key) {
+                let mut d = Diagnostic::new(
+                    "slurp::unknown_attribute",
+                    format!("unknown attribute `{key}`"),
+                )
+                .label(sourced.attr.key.span, "not an attribute slurp knows");
+                d = match attrs::did_you_mean(key, KEYS.iter().copied()) {
+                    Some(near) => d.help(format!("did you mean `{near}`?")),
+                    None => d.help(format!("attributes are: {}", KEYS.join(", "))),
+                };
+                self.error(sourced.file, d);
+                errors = true;
+                continue;
+            }
+            if let Some((_, first)) = by_key
+                .iter()
+                .find(|(k, a)| *k == key && !a.from_defaults && key != "env")
+                && !sourced.from_defaults
+            {
+                self.error(
+                    sourced.file,
+                    Diagnostic::new(
+                        "slurp::duplicate_attribute",
+                        format!("`{key}` is given twice"),
+                    )
+                    .label(sourced.attr.key.span, "given again here")
+                    .label(first.attr.key.span, "first given here"),
+                );
+                errors = true;
+                continue;
+            }
+            if key != "env" {
+                by_key.retain(|(k, _)| *k != key);
+            }
+            by_key.push((key, sourced));
+        }
+        // A legacy line's shape is its own: NCORES copies of one core.
+        if kind == LineKind::Legacy {
+            by_key.retain(|(k, _)| !matches!(*k, "ntasks" | "cores" | "nodes"));
+        }
+        let get = |key: &str| {
+            by_key
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, a)| *a)
+        };
+
+        // Text fields.
+        let compile = |this: &mut Self, attr: &SourcedAttr| -> Option<Text> {
+            match compile_text(
+                &attr.attr.value.node,
+                attr.attr.value.span,
+                &var_names,
+                substitute,
+            ) {
+                Ok(text) => Some(text),
+                Err(d) => {
+                    this.error(attr.file, d);
+                    None
+                }
+            }
+        };
+        let mut env = Vec::new();
+        for (_, attr) in by_key.iter().filter(|(k, _)| *k == "env") {
+            match attrs::parse_env(&attr.attr.value.node) {
+                Ok(vars) => {
+                    for (name, value) in vars {
+                        let span = attr.attr.value.span;
+                        match compile_text(value, span, &var_names, substitute) {
+                            Ok(text) => {
+                                env.retain(|(n, _): &(Box<str>, Text)| &**n != name);
+                                env.push((name.into(), text));
+                            }
+                            Err(d) => {
+                                self.error(attr.file, d);
+                                errors = true;
+                            }
+                        }
+                    }
+                }
+                Err(message) => {
+                    self.error(
+                        attr.file,
+                        Diagnostic::new("slurp::bad_attribute", format!("bad `env`: {message}"))
+                            .label(
+                                attr.attr.value.span,
+                                "expected `NAME=value[,NAME=value...]`",
+                            )
+                            .help("for example `env=OMP_NUM_THREADS=4,MODE=fast`"),
+                    );
+                    errors = true;
+                }
+            }
+        }
+        let cwd = get("cwd").and_then(|a| compile(self, a));
+        let output = get("output").and_then(|a| compile(self, a));
+        let policy = get("policy").and_then(|a| match attrs::parse_policy(&a.attr.value.node) {
+            Ok(()) => Some(Box::<str>::from(a.attr.value.node.as_str())),
+            Err(message) => {
+                self.error(
+                    a.file,
+                    Diagnostic::new("slurp::bad_attribute", message)
+                        .label(a.attr.value.span, "not a policy")
+                        .help(format!(
+                            "policies are: {}, or `fair:MODEL.onnx`",
+                            attrs::POLICIES.join(", ")
+                        )),
+                );
+                None
+            }
+        });
+
+        // Typed fields.
+        let fields = {
+            let field =
+                |this: &mut Self, key: &str, default, parse: fn(&str) -> Result<_, String>| {
+                    this.field(get(key), key, default, parse, &var_names, substitute)
+                };
+            let ntasks = match legacy {
+                Some((ncores, _)) => Some(Field::Const(ncores)),
+                None => field(self, "ntasks", 1, |t| attrs::parse_count(t, 1)),
+            };
+            let nodes = match legacy {
+                Some((_, single_node)) => Some(Field::Const(u32::from(single_node))),
+                None => field(self, "nodes", 0, |t| attrs::parse_count(t, 1)),
+            };
+            let cores = field(self, "cores", 1, |t| attrs::parse_count(t, 1));
+            let gpus = field(self, "gpus", 0, |t| attrs::parse_count(t, 0));
+            let retries = field(self, "retries", 0, |t| attrs::parse_count(t, 0));
+            let mem = self.field(
+                get("mem"),
+                "mem",
+                0,
+                attrs::parse_size,
+                &var_names,
+                substitute,
+            );
+            let time = self.field(
+                get("time"),
+                "time",
+                None,
+                attrs::parse_duration,
+                &var_names,
+                substitute,
+            );
+            match (ntasks, cores, gpus, mem, nodes, time, retries) {
+                (
+                    Some(ntasks),
+                    Some(cores),
+                    Some(gpus),
+                    Some(mem),
+                    Some(nodes),
+                    Some(time),
+                    Some(retries),
+                ) => Some(Fields {
+                    ntasks,
+                    cores,
+                    gpus,
+                    mem,
+                    nodes,
+                    time,
+                    retries,
+                }),
+                _ => None,
+            }
+        };
+
+        // The command, and whether it is a nested entry.
+        let command = match self.command_template(&entry.command, file, &var_names, substitute) {
+            Some(c) => c,
+            None => return,
+        };
+        let nested_path = match &toml_workflow {
+            Some((path, span)) => match compile_text(path, *span, &var_names, substitute) {
+                Ok(text) => Some((text, *span)),
+                Err(d) => {
+                    self.error(file, d);
+                    return;
+                }
+            },
+            None => nested_file(&entry.command, &command),
+        };
+        if policy.is_some()
+            && nested_path.is_none()
+            && let Some(a) = get("policy").filter(|a| !a.from_defaults)
+        {
+            self.error(
+                a.file,
+                Diagnostic::new("slurp::bad_attribute", "`policy` only applies to nested entries")
+                    .label(a.attr.key.span, "this task is not a nested workflow")
+                    .help("set the policy of the whole run with `--policy`; `policy=` chooses a nested instance's"),
+            );
+            errors = true;
+        }
+        if let Some(reason) = &entry.command.shell {
+            self.notes
+                .shell_lines
+                .push((file, entry.line, reason.what.clone()));
+        }
+        let (Some(fields), false) = (fields, errors) else {
+            return;
+        };
+
+        let template_id = TemplateId(workflow.templates.len() as u32);
+        let name_text = match &name {
+            Some((name, _)) => name.clone(),
+            None if file == workflow.file => format!("@{}", entry.line),
+            None => {
+                let stem = self
+                    .sources
+                    .get(file)
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned());
+                format!("{}@{}", stem.unwrap_or_default(), entry.line)
+            }
+        };
+        let name_span = name.as_ref().map_or(entry.span, |(_, span)| *span);
+        let template = Template {
+            name: name_text.into(),
+            kind,
+            source: Source {
+                file,
+                line: entry.line,
+                start: entry.span.start,
+                end: entry.span.end,
+            },
+            sweep: axes,
+            command,
+            env,
+            cwd,
+            output,
+            policy,
+        };
+        let first_task = workflow.tasks.len();
+        if !self.expand(&template, template_id, &fields, workflow) {
+            workflow.tasks.truncate(first_task);
+            return;
+        }
+        self.total_tasks += template.len();
+        deps.push(DepSpec {
+            template: template_id,
+            file,
+            name_span,
+            named: matches!(kind, LineKind::Task | LineKind::Toml),
+            after: get("after").map(|a| dag::After {
+                file: a.file,
+                text: a.attr.value.node.clone(),
+                span: a.attr.value.span,
+                substitute,
+            }),
+        });
+        if let Some((path, span)) = nested_path {
+            nested.push((template_id, path, file, span));
+        }
+        workflow.templates.push(template);
+    }
+
+    /// Types one attribute: parsed once when constant, per instance when it
+    /// uses a sweep variable. `None` after reporting a mistake.
+    fn field<T>(
+        &mut self,
+        attr: Option<&SourcedAttr>,
+        key: &str,
+        default: T,
+        parse: fn(&str) -> Result<T, String>,
+        vars: &[&str],
+        substitute: bool,
+    ) -> Option<Field<T>> {
+        let Some(attr) = attr else {
+            return Some(Field::Const(default));
+        };
+        let text = match compile_text(
+            &attr.attr.value.node,
+            attr.attr.value.span,
+            vars,
+            substitute,
+        ) {
+            Ok(text) => text,
+            Err(d) => {
+                self.error(attr.file, d);
+                return None;
+            }
+        };
+        if !text.is_constant() {
+            return Some(Field::PerInstance {
+                text,
+                file: attr.file,
+                span: attr.attr.value.span,
+                parse,
+            });
+        }
+        match parse(&attr.attr.value.node) {
+            Ok(value) => Some(Field::Const(value)),
+            Err(message) => {
+                self.error(attr.file, bad_value(key, &message, attr.attr.value.span));
+                None
+            }
+        }
+    }
+
+    /// Appends the template's tasks; false after reporting a bad value.
+    fn expand(
+        &mut self,
+        template: &Template,
+        id: TemplateId,
+        f: &Fields,
+        workflow: &mut Workflow,
+    ) -> bool {
+        let all_const = [&f.ntasks, &f.cores, &f.gpus, &f.nodes, &f.retries]
+            .iter()
+            .all(|x| matches!(x, Field::Const(_)))
+            && matches!(f.mem, Field::Const(_))
+            && matches!(f.time, Field::Const(_));
+        let len = template.len() as u32;
+        workflow.tasks.reserve(len as usize);
+        if all_const {
+            let task = Task {
+                template: id,
+                index: 0,
+                request: Request {
+                    ntasks: constant(&f.ntasks),
+                    cores: constant(&f.cores),
+                    gpus: constant(&f.gpus),
+                    mem: constant(&f.mem),
+                    nodes: constant(&f.nodes),
+                },
+                time_limit: constant(&f.time),
+                retries: constant(&f.retries),
+                nested: None,
+            };
+            workflow.tasks.extend((0..len).map(|index| Task {
+                index,
+                ..task.clone()
+            }));
+            return true;
+        }
+        for index in 0..len {
+            let task = (|| {
+                Some(Task {
+                    template: id,
+                    index,
+                    request: Request {
+                        ntasks: self.value(&f.ntasks, "ntasks", template, index)?,
+                        cores: self.value(&f.cores, "cores", template, index)?,
+                        gpus: self.value(&f.gpus, "gpus", template, index)?,
+                        mem: self.value(&f.mem, "mem", template, index)?,
+                        nodes: self.value(&f.nodes, "nodes", template, index)?,
+                    },
+                    time_limit: self.value(&f.time, "time", template, index)?,
+                    retries: self.value(&f.retries, "retries", template, index)?,
+                    nested: None,
+                })
+            })();
+            match task {
+                Some(task) => workflow.tasks.push(task),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn value<T: Clone>(
+        &mut self,
+        field: &Field<T>,
+        key: &str,
+        template: &Template,
+        index: u32,
+    ) -> Option<T> {
+        match field {
+            Field::Const(v) => Some(v.clone()),
+            Field::PerInstance {
+                text,
+                file,
+                span,
+                parse,
+            } => {
+                let rendered = template.render(text, index);
+                match parse(&rendered) {
+                    Ok(v) => Some(v),
+                    Err(message) => {
+                        let mut name = template.name.to_string();
+                        name.push('[');
+                        for (i, (axis, p)) in template
+                            .sweep
+                            .iter()
+                            .zip(template.positions(index))
+                            .enumerate()
+                        {
+                            if i > 0 {
+                                name.push(',');
+                            }
+                            axis.values.value(p, &mut name);
+                        }
+                        name.push(']');
+                        let d = bad_value(key, &message, *span);
+                        let d = Diagnostic {
+                            message: format!(
+                                "{} (in task `{name}`, where it is `{rendered}`)",
+                                d.message
+                            ),
+                            ..d
+                        };
+                        self.error(*file, d);
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn command_template(
+        &mut self,
+        command: &Command,
+        file: FileId,
+        vars: &[&str],
+        substitute: bool,
+    ) -> Option<CommandTemplate> {
+        let mut words = Vec::new();
+        let mut ok = true;
+        if command.shell.is_some() {
+            let text = command.shell_text(&self.sources.get(file).text);
+            match compile_text(&text, command.span, vars, substitute) {
+                Ok(t) => words.push(t),
+                Err(d) => {
+                    self.error(file, d);
+                    ok = false;
+                }
+            }
+        } else {
+            for word in &command.words {
+                match compile_text(&word.text, word.span, vars, substitute) {
+                    Ok(t) => words.push(t),
+                    Err(d) => {
+                        self.error(file, d);
+                        ok = false;
+                    }
+                }
+            }
+        }
+        ok.then_some(CommandTemplate {
+            words,
+            shell: command.shell.is_some(),
+        })
+    }
+
+    /// Loads the child workflow(s) of a nested template and points its
+    /// tasks at them. The file argument is made absolute, so the command
+    /// works from any directory (a backend's job runs elsewhere).
+    fn load_children(
+        &mut self,
+        workflow: &mut Workflow,
+        template: TemplateId,
+        path: &Text,
+        file: FileId,
+        span: Span,
+    ) {
+        let base = self
+            .sources
+            .get(file)
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.opts.cwd.clone());
+        let t = &workflow.templates[template.0 as usize];
+        let mut by_path: HashMap<String, Option<WorkflowId>> = HashMap::new();
+        for i in tasks_of(workflow, template) {
+            let i = i as usize;
+            let rendered = t.render(path, workflow.tasks[i].index);
+            let child = match by_path.get(&rendered) {
+                Some(child) => *child,
+                None => {
+                    let child = self.load_workflow(&base.join(&rendered), Some((file, span)));
+                    by_path.insert(rendered, child);
+                    child
+                }
+            };
+            workflow.tasks[i].nested = child;
+        }
+        // Rewrite the file word to the absolute path(s) loaded.
+        let t = &mut workflow.templates[template.0 as usize];
+        if let Some(word) = t.command.words.iter_mut().find(|w| **w == *path) {
+            let mut pieces = vec![Piece::Lit(format!("{}/", base.display()).into())];
+            if path_is_absolute(path) {
+                pieces.clear();
+            }
+            pieces.extend(path.0.iter().cloned());
+            *word = Text(pieces);
+        }
+    }
+}
+
+fn path_is_absolute(path: &Text) -> bool {
+    matches!(path.0.first(), Some(Piece::Lit(s)) if s.starts_with('/'))
+}
+
+fn constant<T: Clone>(field: &Field<T>) -> T {
+    match field {
+        Field::Const(v) => v.clone(),
+        Field::PerInstance { .. } => unreachable!("checked constant before"),
+    }
+}
+
+fn bad_value(key: &str, message: &str, span: Span) -> Diagnostic {
+    let (code, expected, help) = match key {
+        "mem" => (
+            "slurp::bad_size",
+            "expected a size such as `512M` or `2G`",
+            "sizes take a unit: K, M, G or T (binary, so 1G = 1024M)",
+        ),
+        "time" => (
+            "slurp::bad_duration",
+            "expected a duration such as `90s`, `10m`, `1h30m` or `1:30:00`",
+            "durations take a unit (s, m, h, d) or are written H:MM:SS; `0` means no limit",
+        ),
+        "ntasks" | "cores" | "nodes" => (
+            "slurp::bad_number",
+            "expected a whole number, 1 or more",
+            "counts are whole numbers such as `4`",
+        ),
+        _ => (
+            "slurp::bad_number",
+            "expected a whole number",
+            "counts are whole numbers such as `2`",
+        ),
+    };
+    Diagnostic::new(code, format!("bad `{key}`: {message}"))
+        .label(span, expected)
+        .help(help)
+}
+
+fn to_axis(var: &SweepVar) -> Axis {
+    Axis {
+        name: var.name.node.as_str().into(),
+        values: match &var.values.node {
+            SweepValues::Range { start, end, step } => Values::Range {
+                start: *start,
+                end: *end,
+                step: *step,
+            },
+            SweepValues::List(values) => {
+                Values::List(values.iter().map(|v| v.as_str().into()).collect())
+            }
+        },
+    }
+}
+
+fn sweep_span(sweep: &[SweepVar]) -> Option<Span> {
+    let first = sweep.first()?;
+    let last = sweep.last()?;
+    Some(Span {
+        start: first.name.span.start,
+        end: last.values.span.end,
+    })
+}
+
+fn sweep_product(axes: &[Axis]) -> String {
+    axes.iter()
+        .map(|a| a.values.len().to_string())
+        .collect::<Vec<_>>()
+        .join(" × ")
+}
+
+/// The file of a nested entry: `slurp FILE [ARGS]` or `flux slurp FILE`,
+/// exec'd (not through the shell), with FILE the first non-option word.
+fn nested_file(command: &Command, template: &CommandTemplate) -> Option<(Text, Span)> {
+    if command.shell.is_some() {
+        return None;
+    }
+    let words = &command.words;
+    let start = match words.first().map(|w| w.text.as_str()) {
+        Some(first) if Path::new(first).file_name().is_some_and(|n| n == "slurp") => 1,
+        Some("flux") if words.get(1).is_some_and(|w| w.text == "slurp") => 2,
+        _ => return None,
+    };
+    let (offset, word) = words
+        .iter()
+        .enumerate()
+        .skip(start)
+        .find(|(_, w)| !w.text.starts_with('-'))?;
+    if SUBCOMMANDS.contains(&word.text.as_str()) {
+        return None;
+    }
+    Some((template.words[offset].clone(), word.span))
+}
+
+/// Splits text into literal pieces and placeholders: `{var}` for a sweep
+/// variable, `{#}` for the instance's 1-based index, `{{`/`}}` for literal
+/// braces. Any other brace text (`{}`, `${HOME}`, `{print $1}`) is literal.
+/// Without `substitute` (plain and legacy lines) the text is kept as is.
+pub(crate) fn compile_text(
+    text: &str,
+    span: Span,
+    vars: &[&str],
+    substitute: bool,
+) -> Result<Text, Diagnostic> {
+    if !substitute || !text.contains(['{', '}']) {
+        return Ok(Text::literal(text));
+    }
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' if bytes.get(i + 1) == Some(&b'{') => {
+                lit.push('{');
+                i += 2;
+            }
+            b'}' if bytes.get(i + 1) == Some(&b'}') => {
+                lit.push('}');
+                i += 2;
+            }
+            b'{' if i == 0 || bytes[i - 1] != b'$' => {
+                let close = text[i + 1..].find('}').map(|c| i + 1 + c);
+                let inner = close.map(|c| &text[i + 1..c]);
+                match inner {
+                    Some("#") => {
+                        flush(&mut lit, &mut pieces);
+                        pieces.push(Piece::Index);
+                        i += 3;
+                    }
+                    Some(name) if slurp_grammar::is_identifier(name) => {
+                        let Some(var) = vars.iter().position(|v| *v == name) else {
+                            // The placeholder's own span when the text is
+                            // the source text; else the whole value.
+                            let at = if span.len() == text.len() {
+                                span.sub(i, i + name.len() + 2)
+                            } else {
+                                span
+                            };
+                            let mut d = Diagnostic::new(
+                                "slurp::unknown_variable",
+                                format!("unknown variable `{{{name}}}`"),
+                            )
+                            .label(
+                                at,
+                                if vars.is_empty() {
+                                    "this line has no sweep".to_owned()
+                                } else {
+                                    format!("not one of {}", vars.join(", "))
+                                },
+                            );
+                            d = match attrs::did_you_mean(name, vars.iter().copied()) {
+                                Some(near) => d.help(format!("did you mean `{{{near}}}`? (write `{{{{{name}}}}}` for literal braces)")),
+                                None => d.help(format!("placeholders name sweep variables, as `task t[{name}=1..3]: echo {{{name}}}`; write `{{{{{name}}}}}` for literal braces")),
+                            };
+                            return Err(d);
+                        };
+                        flush(&mut lit, &mut pieces);
+                        pieces.push(Piece::Var(var as u16));
+                        i += name.len() + 2;
+                    }
+                    _ => {
+                        lit.push('{');
+                        i += 1;
+                    }
+                }
+            }
+            _ => {
+                let next = text[i + 1..]
+                    .find(['{', '}'])
+                    .map_or(text.len(), |n| i + 1 + n);
+                lit.push_str(&text[i..next]);
+                i = next;
+            }
+        }
+    }
+    flush(&mut lit, &mut pieces);
+    Ok(Text(pieces))
+}
+
+fn flush(lit: &mut String, pieces: &mut Vec<Piece>) {
+    if !lit.is_empty() {
+        pieces.push(Piece::Lit(std::mem::take(lit).into()));
+    }
+}
+
+/// The tasks of one template: contiguous, in sweep order.
+pub(crate) fn tasks_of(workflow: &Workflow, template: TemplateId) -> std::ops::Range<u32> {
+    let start = workflow.tasks.partition_point(|t| t.template < template) as u32;
+    let end = workflow.tasks.partition_point(|t| t.template <= template) as u32;
+    start..end
+}

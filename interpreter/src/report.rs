@@ -1,0 +1,217 @@
+//! Source files and the failure that carries every diagnostic of a load.
+//!
+//! Diagnostics come from several files (includes, nested workflows), so each
+//! is stored with its file. [`Failure`] holds all of them: one value, all
+//! mistakes, each rendered by miette with its own source, line and label.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{LabeledSpan, NamedSource, SourceSpan};
+use slurp_grammar::{Diagnostic, Span};
+use slurp_runtime::FileId;
+
+/// A file slurp read, kept for diagnostics and for the run's copy.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// Absolute and normalised; the identity of the file.
+    pub path: PathBuf,
+    /// As the user will recognise it (relative to the working directory
+    /// when below it).
+    pub display: String,
+    pub text: Arc<str>,
+}
+
+/// Every file read so far, by [`FileId`].
+#[derive(Debug, Default)]
+pub struct Sources {
+    files: Vec<SourceFile>,
+}
+
+impl Sources {
+    pub fn add(&mut self, path: PathBuf, display: String, text: Arc<str>) -> FileId {
+        self.files.push(SourceFile {
+            path,
+            display,
+            text,
+        });
+        FileId(self.files.len() as u32 - 1)
+    }
+
+    pub fn get(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize]
+    }
+
+    pub fn find(&self, path: &Path) -> Option<FileId> {
+        self.files
+            .iter()
+            .position(|f| f.path == path)
+            .map(|i| FileId(i as u32))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &SourceFile> {
+        self.files.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The 1-based line of a byte offset.
+    pub fn line_of(&self, file: FileId, offset: u32) -> u32 {
+        let text = &self.get(file).text;
+        let end = (offset as usize).min(text.len());
+        text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u32
+            + 1
+    }
+}
+
+/// A diagnostic and the file it is about (`None`: not about any text, such
+/// as a command-line file that does not exist).
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub file: Option<FileId>,
+    pub diagnostic: Diagnostic,
+}
+
+/// Why a workflow could not be loaded: every diagnostic found, in order.
+#[derive(Debug)]
+pub struct Failure {
+    pub what: String,
+    pub problems: Vec<Problem>,
+}
+
+impl Failure {
+    pub(crate) fn new(what: String, located: Vec<Located>, sources: &Sources) -> Self {
+        let problems = located
+            .into_iter()
+            .map(|l| Problem::new(l, sources))
+            .collect();
+        Failure { what, problems }
+    }
+
+    /// The distinct codes, in order of first appearance (for tests and
+    /// `--json` style consumers).
+    pub fn codes(&self) -> Vec<&'static str> {
+        let mut codes = Vec::new();
+        for p in &self.problems {
+            if !codes.contains(&p.code) {
+                codes.push(p.code);
+            }
+        }
+        codes
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "{}: {n} error{}",
+            self.what,
+            if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl miette::Diagnostic for Failure {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new("slurp::invalid_workflow"))
+    }
+
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        Some(Box::new(
+            self.problems.iter().map(|p| p as &dyn miette::Diagnostic),
+        ))
+    }
+}
+
+/// One diagnostic, ready for miette: with its file's name and text.
+#[derive(Debug)]
+pub struct Problem {
+    pub code: &'static str,
+    pub message: String,
+    pub help: Option<String>,
+    /// `file:line` of the first label, for plain-text consumers.
+    pub location: Option<(String, u32)>,
+    labels: Vec<LabeledSpan>,
+    source: Option<NamedSource<Arc<str>>>,
+}
+
+impl Problem {
+    fn new(located: Located, sources: &Sources) -> Self {
+        let d = located.diagnostic;
+        let labels = d
+            .labels
+            .iter()
+            .map(|l| LabeledSpan::new_with_span(Some(l.message.clone()), to_source_span(l.span)))
+            .collect();
+        let (source, location) = match located.file {
+            Some(file) => {
+                let f = sources.get(file);
+                let line = d
+                    .primary_span()
+                    .map_or(1, |s| sources.line_of(file, s.start));
+                (
+                    Some(
+                        NamedSource::new(f.display.clone(), f.text.clone()).with_language("slurp"),
+                    ),
+                    Some((f.display.clone(), line)),
+                )
+            }
+            None => (None, None),
+        };
+        Problem {
+            code: d.code,
+            message: d.message,
+            help: d.help,
+            location,
+            labels,
+            source,
+        }
+    }
+}
+
+fn to_source_span(span: Span) -> SourceSpan {
+    SourceSpan::new((span.start as usize).into(), span.len())
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+impl miette::Diagnostic for Problem {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        (!self.labels.is_empty())
+            .then(|| Box::new(self.labels.iter().cloned()) as Box<dyn Iterator<Item = _>>)
+    }
+}

@@ -1,0 +1,326 @@
+//! Command line: what the user said (clap) and what it means (`Options`).
+//!
+//! Data goes to stdout, diagnostics and logs to stderr. Exit status: 0 when
+//! everything is fine, 2 for usage errors and invalid input (a workflow
+//! with any mistake), 1 reserved for runs in which tasks failed.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use miette::{GraphicalReportHandler, GraphicalTheme};
+use slurp_interpreter::{Failure, Loaded, Options};
+use slurp_runtime::{Capacity, Program, TaskId, WorkflowId, amount, format_bytes};
+
+const ABOUT: &str =
+    "Run task lists and workflow files on the resources you have, packed like an HPC scheduler";
+
+const LONG_ABOUT: &str = "\
+slurp reads a file of tasks — plain commands (the list `parallel` takes), legacy
+`NCORES SINGLENODE COMMAND` lines, or `task` lines with resources, sweeps and
+dependencies — works out what each needs, and schedules them on the cores, GPUs
+and memory it has. A task whose command is `slurp other.slurp` becomes a nested
+allocation: a child instance inside its own slice of resources.
+
+Examples:
+  slurp check tasks.slurp            check a file and summarise what it asks for
+  slurp check --cores 64 big.slurp   check it against a 64-core machine
+  slurp jobspec tasks.slurp          print each task as a Flux jobspec (JSON lines)
+  slurp resources                    show what this instance owns
+
+The language is described in docs/language.md.";
+
+#[derive(Parser, Debug)]
+#[command(name = "slurp", version, about = ABOUT, long_about = LONG_ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse, expand and check workflow files; summarise them or list every mistake
+    Check {
+        /// Workflow files (`.slurp`, `.txt` or `.toml`); `-` reads standard input
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        instance: InstanceArgs,
+    },
+    /// Print the Flux jobspec (RFC 25, version 1) of each task, one JSON object per line
+    Jobspec {
+        /// Workflow file; `-` reads standard input
+        file: PathBuf,
+        /// Print only this task (e.g. `sim[17]`, `prep`, `@3` for the unnamed line 3)
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[command(flatten)]
+        instance: InstanceArgs,
+    },
+    /// Show the resources this instance owns (detected, or as overridden)
+    Resources {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        instance: InstanceArgs,
+    },
+}
+
+/// Overrides of the detected resources: check or plan as if on another machine.
+#[derive(Args, Debug, Clone)]
+struct InstanceArgs {
+    /// Cores per node (default: what this process may use)
+    #[arg(long, value_name = "N", global = true)]
+    cores: Option<u32>,
+    /// GPUs per node (default: visible NVIDIA GPUs)
+    #[arg(long, value_name = "N", global = true)]
+    gpus: Option<u32>,
+    /// Memory per node, e.g. `64G` (default: total memory, bounded by the cgroup)
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    mem: Option<u64>,
+    /// Number of nodes (default: 1)
+    #[arg(long, value_name = "N", global = true)]
+    nodes: Option<u32>,
+    /// Refuse workflows that expand to more tasks than this
+    #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS, global = true)]
+    max_tasks: u64,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let shift = match unit.trim_end_matches("iB").trim_end_matches('B') {
+        "" if number == "0" => 0,
+        "K" | "k" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("`{text}` is not a size like `64G`")),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size like `64G`"))?;
+    Ok((value * (1u64 << shift) as f64) as u64)
+}
+
+impl InstanceArgs {
+    fn capacity(&self) -> Capacity {
+        let detected = Capacity::detect();
+        Capacity {
+            nodes: self.nodes.unwrap_or(detected.nodes).max(1),
+            cores_per_node: self.cores.unwrap_or(detected.cores_per_node),
+            gpus_per_node: self.gpus.unwrap_or(detected.gpus_per_node),
+            mem_per_node: self.mem.unwrap_or(detected.mem_per_node),
+        }
+    }
+
+    fn options(&self) -> io::Result<Options> {
+        Ok(Options {
+            capacity: self.capacity(),
+            max_tasks: self.max_tasks,
+            cwd: std::env::current_dir()?,
+        })
+    }
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { files, instance } => check(&files, &instance),
+        Command::Jobspec {
+            file,
+            task,
+            instance,
+        } => jobspec(&file, task.as_deref(), &instance),
+        Command::Resources { json, instance } => resources(json, &instance),
+    };
+    match result {
+        Ok(code) => code,
+        // A closed pipe (`slurp jobspec x | head`) is not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(file: &Path, opts: &Options) -> Result<Loaded, ExitCode> {
+    slurp_interpreter::load(file, opts).map_err(|failure| {
+        report(&failure);
+        ExitCode::from(2)
+    })
+}
+
+/// Prints every diagnostic, then one line saying how many.
+fn report(failure: &Failure) {
+    let color = io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
+    let mut out = String::new();
+    for problem in &failure.problems {
+        let _ = handler.render_report(&mut out, problem);
+        out.push('\n');
+    }
+    out.push_str(&format!("error: {failure}\n"));
+    let _ = io::stderr().write_all(out.as_bytes());
+}
+
+fn check(files: &[PathBuf], instance: &InstanceArgs) -> io::Result<ExitCode> {
+    let opts = instance.options()?;
+    let mut code = ExitCode::SUCCESS;
+    let mut out = io::stdout().lock();
+    for file in files {
+        match load(file, &opts) {
+            Ok(loaded) => summarise(&mut out, &loaded, &opts)?,
+            Err(failed) => code = failed,
+        }
+    }
+    Ok(code)
+}
+
+fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Result<()> {
+    let program = &loaded.program;
+    let root = program.root();
+    let name = &loaded.sources.get(root.file).display;
+    let lines: usize = program.workflows.iter().map(|w| w.templates.len()).sum();
+    let tasks: usize = program.workflows.iter().map(|w| w.tasks.len()).sum();
+    let nested = root.tasks.iter().filter(|t| t.nested.is_some()).count();
+    let edges: usize = program.workflows.iter().map(|w| w.graph.edge_count()).sum();
+    writeln!(out, "{name}: ok")?;
+    writeln!(
+        out,
+        "  tasks         {} at the top level from {} lines; {} in all, across {} workflow{}",
+        root.tasks.len(),
+        root.templates.len(),
+        tasks,
+        program.workflows.len(),
+        if program.workflows.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+    )?;
+    let _ = lines;
+    writeln!(
+        out,
+        "  nested        {nested} allocation{} at the top level, nesting depth {}",
+        if nested == 1 { "" } else { "s" },
+        program.depth(WorkflowId(0))
+    )?;
+    writeln!(
+        out,
+        "  dependencies  {edges} edge{}",
+        if edges == 1 { "" } else { "s" }
+    )?;
+    let shell = &loaded.notes.shell_lines;
+    if shell.is_empty() {
+        writeln!(
+            out,
+            "  shell         no line runs through /bin/sh; every command is exec'd"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  shell         {} line{} run through /bin/sh -c:",
+            shell.len(),
+            if shell.len() == 1 { "" } else { "s" }
+        )?;
+        for (file, line, why) in shell {
+            writeln!(
+                out,
+                "                  {}:{line}  {why}",
+                loaded.sources.get(*file).display
+            )?;
+        }
+    }
+    let (cores, gpus, mem, largest) =
+        root.tasks
+            .iter()
+            .fold((0u64, 0u64, 0u64, 0u64), |(c, g, m, l), t| {
+                let r = &t.request;
+                (
+                    c + r.total_cores(),
+                    g + r.total_gpus(),
+                    m + r.total_mem(),
+                    l.max(r.total_cores()),
+                )
+            });
+    writeln!(
+        out,
+        "  demand        {}, {}, {} summed over top-level tasks; the largest takes {}",
+        amount("cores", cores),
+        amount("gpus", gpus),
+        format_bytes(mem),
+        amount("cores", largest),
+    )?;
+    writeln!(out, "  instance      {}", opts.capacity)?;
+    Ok(())
+}
+
+fn jobspec(file: &Path, only: Option<&str>, instance: &InstanceArgs) -> io::Result<ExitCode> {
+    let opts = instance.options()?;
+    let loaded = match load(file, &opts) {
+        Ok(loaded) => loaded,
+        Err(code) => return Ok(code),
+    };
+    let program: &Program = &loaded.program;
+    let root = program.root();
+    let cwd = opts.cwd.display().to_string();
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut found = false;
+    for id in root.task_ids() {
+        if let Some(only) = only
+            && root.task_name(id) != only
+        {
+            continue;
+        }
+        found = true;
+        write_jobspec(&mut out, program, id, &cwd)?;
+    }
+    out.flush()?;
+    if let (Some(only), false) = (only, found) {
+        eprintln!(
+            "error: no task `{only}` in `{}`",
+            loaded.sources.get(root.file).display
+        );
+        eprintln!(
+            "hint: `slurp check` lists the file's tasks; ids look like `sim[17]`, `prep` or `@3`"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_jobspec(out: &mut impl Write, program: &Program, id: TaskId, cwd: &str) -> io::Result<()> {
+    let spec = program.jobspec(WorkflowId(0), id, cwd);
+    serde_json::to_writer(&mut *out, &spec)?;
+    out.write_all(b"\n")
+}
+
+fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
+    let capacity = instance.capacity();
+    let mut out = io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &capacity)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "nodes   {}", capacity.nodes)?;
+        writeln!(out, "cores   {} per node", capacity.cores_per_node)?;
+        writeln!(out, "gpus    {} per node", capacity.gpus_per_node)?;
+        writeln!(
+            out,
+            "memory  {} per node",
+            format_bytes(capacity.mem_per_node)
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,357 @@
+//! `slurp check`: summaries of good files, and a precise diagnostic (file,
+//! line, labelled span, code, help) for every kind of bad input.
+
+mod common;
+use common::Test;
+
+/// A fixed instance, so messages do not depend on this machine.
+const INSTANCE: &[&str] = &["--cores", "8", "--gpus", "2", "--mem", "16G"];
+
+fn check(files: &[(&str, &str)]) -> common::Run {
+    let mut test = Test::new();
+    for (name, text) in files {
+        test = test.file(name, text);
+    }
+    test.args(&["check"])
+        .args(INSTANCE)
+        .args(&[files[0].0])
+        .run()
+}
+
+#[test]
+fn summary_counts_tasks_edges_nesting_and_shell_lines() {
+    check(&[
+        (
+            "w.slurp",
+            "6 0 echo a\ntask prep: ./prep\ntask sim[s=1..10] after=prep: ./sim {s}\ntask sub cores=2: slurp child.slurp\nsort x | uniq\n",
+        ),
+        ("child.slurp", "echo child\n"),
+    ])
+    .success()
+    .stdout_has(&[
+        "w.slurp: ok",
+        "14 at the top level from 5 lines; 15 in all, across 2 workflows",
+        "1 allocation at the top level, nesting depth 1",
+        "10 edges",
+        "1 line run through /bin/sh -c:",
+        "w.slurp:5  `|` pipe",
+        "instance      8 cores, 2 GPUs, 16 GiB",
+    ]);
+}
+
+#[test]
+fn unknown_attribute_suggests_the_near_one() {
+    check(&[("w.slurp", "task a core=2: echo\n")])
+        .invalid()
+        .stderr_has(&[
+            "slurp::unknown_attribute",
+            "unknown attribute `core`",
+            "[w.slurp:1:8]",
+            "did you mean `cores`?",
+        ]);
+}
+
+#[test]
+fn bad_number_size_and_duration() {
+    check(&[(
+        "w.slurp",
+        "task a cores=two: x\ntask b mem=2X: x\ntask c time=90: x\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::bad_number",
+        "bad `cores`: `two` is not a whole number",
+        "[w.slurp:1:14]",
+        "slurp::bad_size",
+        "[w.slurp:2:12]",
+        "slurp::bad_duration",
+        "bad `time`: `90` has no unit",
+        "[w.slurp:3:13]",
+        "3 errors",
+    ]);
+}
+
+#[test]
+fn bad_value_after_substitution_names_the_instance() {
+    check(&[("w.slurp", "task a[c=1,x] cores={c}: echo\n")])
+        .invalid()
+        .stderr_has(&["bad `cores`: `x` is not a whole number (in task `a[x]`, where it is `x`)"]);
+}
+
+#[test]
+fn legacy_ncores_and_singlenode() {
+    check(&[(
+        "w.slurp",
+        "0 1 echo zero\nabc 1 echo fine\n4x 0 echo\n2 3 echo\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::legacy_ncores",
+        "NCORES is 0",
+        "[w.slurp:1:1]",
+        "NCORES `4x` is not a positive whole number",
+        "[w.slurp:3:1]",
+        "slurp::legacy_singlenode",
+        "SINGLENODE must be 0 or 1, found `3`",
+        "[w.slurp:4:3]",
+        "3 errors",
+    ]);
+}
+
+#[test]
+fn unknown_dependency_suggests_a_name() {
+    check(&[("w.slurp", "task prepare: x\ntask b after=prepar: y\n")])
+        .invalid()
+        .stderr_has(&[
+            "slurp::unknown_dependency",
+            "no task named `prepar`",
+            "[w.slurp:2:14]",
+            "did you mean `prepare`?",
+        ]);
+}
+
+#[test]
+fn dependency_on_a_missing_instance_says_what_exists() {
+    check(&[(
+        "w.slurp",
+        "task sim[s=1..5]: x\ntask post[s=1..6] after=sim[{s}]: y\n",
+    )])
+    .invalid()
+    .stderr_has(&["no task `sim[6]` (needed by `post[6]`)", "`sim` has s=1..5"]);
+}
+
+#[test]
+fn ambiguous_dependency_on_a_multi_variable_sweep() {
+    check(&[(
+        "w.slurp",
+        "task fit[a=1,2 b=x,y]: x\ntask p after=fit[1]: y\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::ambiguous_dependency",
+        "`fit` gives 1 value(s) but `fit` sweeps over 2 variables (a, b)",
+        "`fit[*,*]`",
+    ]);
+}
+
+#[test]
+fn dependency_cycle_prints_the_cycle() {
+    check(&[(
+        "w.slurp",
+        "task a after=c: x\ntask b after=a: x\ntask c after=b: x\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::dependency_cycle",
+        "dependency cycle: a → c → b → a",
+        "`a` waits here",
+    ]);
+}
+
+#[test]
+fn a_task_waiting_for_itself_is_a_cycle() {
+    check(&[("w.slurp", "task s[i=1..3] after=s[{i}]: x\n")])
+        .invalid()
+        .stderr_has(&["dependency cycle: s[1] → s[1]"]);
+}
+
+#[test]
+fn duplicate_task_name_points_at_both() {
+    check(&[("w.slurp", "task a: x\ntask a[i=1..2]: y\n")])
+        .invalid()
+        .stderr_has(&[
+            "slurp::duplicate_task",
+            "task `a` is defined twice",
+            "first defined here",
+            "defined again here",
+        ]);
+}
+
+#[test]
+fn missing_include_and_nested_file() {
+    check(&[(
+        "w.slurp",
+        "include \"gone.slurp\"\ntask sub cores=2: slurp nowhere.slurp\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::missing_file",
+        "cannot read file `gone.slurp`: no such file",
+        "cannot read file `nowhere.slurp`: no such file",
+        "[w.slurp:2:25]",
+    ]);
+}
+
+#[test]
+fn missing_top_level_file() {
+    Test::new()
+        .args(&["check", "nope.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&["cannot read workflow file `nope.slurp`: no such file"]);
+}
+
+#[test]
+fn nested_recursion_prints_the_chain() {
+    check(&[
+        ("a.slurp", "task b cores=2: slurp b.slurp\n"),
+        ("b.slurp", "task a: slurp a.slurp\n"),
+    ])
+    .invalid()
+    .stderr_has(&[
+        "slurp::nested_recursion",
+        "nested workflows never end: a.slurp → b.slurp → a.slurp",
+        "[b.slurp:1:15]",
+    ]);
+}
+
+#[test]
+fn include_cycle_prints_the_chain() {
+    check(&[
+        ("a.slurp", "include b.slurp\n"),
+        ("b.slurp", "include a.slurp\n"),
+    ])
+    .invalid()
+    .stderr_has(&[
+        "slurp::include_recursion",
+        "include cycle: a.slurp → b.slurp → a.slurp",
+    ]);
+}
+
+#[test]
+fn sweep_past_the_limit_says_how_many() {
+    Test::new()
+        .file("w.slurp", "task big[a=1..100000 b=1..1000]: x\n")
+        .args(&["check", "w.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&[
+            "slurp::sweep_too_large",
+            "expands to 100000000 tasks, over the limit of 10000000",
+            "100000 × 1000",
+        ]);
+}
+
+#[test]
+fn unbalanced_quote_and_invalid_utf8() {
+    check(&[("w.slurp", "echo 'unterminated\n")])
+        .invalid()
+        .stderr_has(&["slurp::unbalanced_quote", "[w.slurp:1:6]"]);
+    Test::new()
+        .file("w.slurp", b"echo ok\necho caf\xe9\n")
+        .args(&["check", "w.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&["slurp::invalid_utf8", "[w.slurp:2:9]", "iconv"]);
+}
+
+#[test]
+fn requests_beyond_the_instance_in_every_resource() {
+    check(&[(
+        "w.slurp",
+        "task c ntasks=3 cores=4: x\ntask g gpus=3: x\ntask m mem=20G: x\ntask n nodes=2: x\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "task `c` can never run: it asks for 12 cores (3 copies × 4 cores) but the instance has 8 cores",
+        "task `g` can never run: it asks for 3 GPUs per copy but the instance has 2 GPUs per node",
+        "task `m` can never run: it asks for 20 GiB per copy but the instance has 16 GiB per node",
+        "task `n` can never run: it asks for 2 nodes but the instance has 1 node",
+        "4 errors",
+    ]);
+}
+
+#[test]
+fn nested_child_must_fit_its_slice() {
+    check(&[
+        ("top.slurp", "task sub cores=2: slurp child.slurp\n"),
+        ("child.slurp", "task big cores=3: x\n"),
+    ])
+    .invalid()
+    .stderr_has(&[
+        "[child.slurp:1:1]",
+        "needs more cores than the slice of nested entry `sub` (2 cores",
+    ]);
+}
+
+#[test]
+fn every_mistake_of_every_file_at_once() {
+    check(&[
+        (
+            "w.slurp",
+            "task a corse=1: x\ninclude inc.slurp\n7 7 echo\n",
+        ),
+        ("inc.slurp", "task b time=soon: y\necho \"open\n"),
+    ])
+    .invalid()
+    .stderr_has(&[
+        "[w.slurp:1:8]",
+        "[w.slurp:3:3]",
+        "[inc.slurp:1:13]",
+        "[inc.slurp:2:6]",
+        "4 errors",
+    ]);
+}
+
+#[test]
+fn a_task_line_without_its_colon_is_never_run_as_a_command() {
+    check(&[("w.slurp", "task sim cores=4 ./sim --seed 3\n")])
+        .invalid()
+        .stderr_has(&[
+            "task line has no `: ` between its head and its command",
+            "quote it: `'task' ...`",
+        ]);
+}
+
+#[test]
+fn policy_is_checked_and_only_for_nested_entries() {
+    check(&[
+        (
+            "w.slurp",
+            "task a policy=fcfs: echo\ntask b cores=2 policy=eazy: slurp c.slurp\n",
+        ),
+        ("c.slurp", "echo\n"),
+    ])
+    .invalid()
+    .stderr_has(&[
+        "`policy` only applies to nested entries",
+        "unknown policy `eazy`",
+    ]);
+}
+
+#[test]
+fn toml_spec_errors_have_spans() {
+    check(&[(
+        "w.toml",
+        "[[task]]\nname = \"a\"\ncommand = [\"x\"]\ncorse = 2\n",
+    )])
+    .invalid()
+    .stderr_has(&[
+        "slurp::unknown_attribute",
+        "unknown field `corse`",
+        "[w.toml:4:1]",
+    ]);
+    check(&[(
+        "w.toml",
+        "[[task]]\nname = \"a\"\ncommand = [\"x\"]\nafter = [\"nope\"]\n",
+    )])
+    .invalid()
+    .stderr_has(&["no task named `nope`", "[w.toml:4:9]"]);
+}
+
+#[test]
+fn stdin_is_a_workflow() {
+    Test::new()
+        .stdin("echo one\necho two\n")
+        .args(&["check", "--cores", "2", "-"])
+        .run()
+        .success()
+        .stdout_has(&["<stdin>: ok", "2 at the top level"]);
+}
+
+#[test]
+fn crlf_files_check_like_lf_files() {
+    check(&[("w.slurp", "task a: echo a\r\ntask b after=a: echo b\r\n")])
+        .success()
+        .stdout_has(&["1 edge"]);
+}

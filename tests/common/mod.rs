@@ -1,0 +1,156 @@
+//! One builder for end-to-end tests, read like a terminal session: write
+//! files into a fresh directory, run `slurp` there, check what it printed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub struct Test {
+    dir: tempfile::TempDir,
+    args: Vec<String>,
+    stdin: Option<Vec<u8>>,
+}
+
+pub struct Run {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Test {
+    pub fn new() -> Self {
+        Test {
+            dir: tempfile::tempdir().expect("temp dir"),
+            args: Vec::new(),
+            stdin: None,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn file(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, contents).expect("write");
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+
+    pub fn stdin(mut self, input: &str) -> Self {
+        self.stdin = Some(input.as_bytes().to_vec());
+        self
+    }
+
+    pub fn run(&self) -> Run {
+        let mut child = Command::new(binary())
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run slurp");
+        if let Some(input) = &self.stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input)
+                .expect("write stdin");
+        }
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().expect("wait");
+        Run {
+            status: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    #[track_caller]
+    pub fn success(self) -> Self {
+        assert_eq!(
+            self.status, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Invalid input: exit 2, and nothing on stdout.
+    #[track_caller]
+    pub fn invalid(self) -> Self {
+        assert_eq!(
+            self.status, 2,
+            "expected exit 2\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        assert!(
+            self.stdout.is_empty(),
+            "invalid input printed data:\n{}",
+            self.stdout
+        );
+        self
+    }
+
+    /// Every fragment appears in stderr.
+    #[track_caller]
+    pub fn stderr_has(self, fragments: &[&str]) -> Self {
+        for f in fragments {
+            assert!(
+                self.stderr.contains(f),
+                "stderr lacks {f:?}:\n{}",
+                self.stderr
+            );
+        }
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_has(self, fragments: &[&str]) -> Self {
+        for f in fragments {
+            assert!(
+                self.stdout.contains(f),
+                "stdout lacks {f:?}:\n{}",
+                self.stdout
+            );
+        }
+        self
+    }
+
+    /// The jobspecs printed, one JSON value per line.
+    pub fn jobspecs(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a jobspec per line"))
+            .collect()
+    }
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_slurp"))
+}
+
+/// The repository root, where examples/ and stdlib/ live.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
