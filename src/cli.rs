@@ -191,7 +191,7 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
     let program = &loaded.program;
     let root = program.root();
     let name = &loaded.sources.get(root.file).display;
-    let lines: usize = program.workflows.iter().map(|w| w.templates.len()).sum();
+
     let tasks: usize = program.workflows.iter().map(|w| w.tasks.len()).sum();
     let nested = root.tasks.iter().filter(|t| t.nested.is_some()).count();
     let edges: usize = program.workflows.iter().map(|w| w.graph.edge_count()).sum();
@@ -209,7 +209,6 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
             "s"
         },
     )?;
-    let _ = lines;
     writeln!(
         out,
         "  nested        {nested} allocation{} at the top level, nesting depth {}",

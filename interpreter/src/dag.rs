@@ -142,8 +142,7 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
                         selector = format!("[{}]", parts.join(","));
                     }
                     let target_t = workflow.template(target);
-                    let ranges: Vec<String> =
-                        target_t.sweep.iter().map(|a| describe_values(a)).collect();
+                    let ranges: Vec<String> = target_t.sweep.iter().map(describe_values).collect();
                     errors.push(Located {
                         file: Some(after.file),
                         diagnostic: Diagnostic::new(

@@ -734,6 +734,13 @@ impl<'a> Lowerer<'a> {
             pieces.extend(path.0.iter().cloned());
             *word = Text(pieces);
         }
+        // `flux slurp FILE` (the proof of concept's spelling) is `slurp FILE`.
+        if t.command.words.len() > 1
+            && t.command.words[0] == Text::literal("flux")
+            && t.command.words[1] == Text::literal("slurp")
+        {
+            t.command.words.remove(0);
+        }
     }
 }
 

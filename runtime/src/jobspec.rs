@@ -160,7 +160,7 @@ impl Program {
         // are rounded up and an uneven split counts tasks in total.
         let (resources, count) = if request.nodes > 0 {
             let per_node = request.ntasks.div_ceil(request.nodes);
-            let count = if request.ntasks % request.nodes == 0 {
+            let count = if request.ntasks.is_multiple_of(request.nodes) {
                 TaskCount::PerSlot(1)
             } else {
                 TaskCount::Total(request.ntasks)

@@ -1,6 +1,9 @@
 //! One builder for end-to-end tests, read like a terminal session: write
 //! files into a fresh directory, run `slurp` there, check what it printed.
 
+// Each test binary uses a part of the builder.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
