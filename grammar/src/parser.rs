@@ -78,6 +78,9 @@ struct Builder<'s> {
     /// Line counting is incremental: pest's `line_col` rescans from the start.
     line_pos: usize,
     line_no: u32,
+    /// Where the text pest is looking at starts in `src`: lines are parsed
+    /// one at a time, so pest's positions are relative to the line.
+    base: usize,
 }
 
 impl<'s> Builder<'s> {
@@ -87,7 +90,13 @@ impl<'s> Builder<'s> {
             diagnostics: Vec::new(),
             line_pos: 0,
             line_no: 1,
+            base: 0,
         }
+    }
+
+    fn span_of(&self, pair: &Pair<'_, Rule>) -> Span {
+        let span = pair.as_span();
+        Span::new(self.base + span.start(), self.base + span.end())
     }
 
     fn error(&mut self, diagnostic: Diagnostic) {
@@ -102,19 +111,30 @@ impl<'s> Builder<'s> {
         self.line_no
     }
 
+    /// Parses the text one logical line at a time with the grammar's `line`
+    /// rule (the `file` rule says the same, whole). Per line, pest's token
+    /// queue stays small; for the whole of a large file it would not.
     fn parse_file(&mut self) -> Ast {
-        let file = presume_parsed(Grammar::parse(Rule::file, self.src));
         let mut items = Vec::new();
-        for line in file.into_inner() {
-            match line.as_rule() {
-                Rule::line => {
-                    if let Some(item) = self.parse_line(line) {
-                        items.push(item);
-                    }
-                }
-                Rule::EOI => {}
-                rule => unreachable!("file holds lines, not {rule:?}"),
+        let mut pos = 0;
+        loop {
+            self.base = pos;
+            let line = presume_parsed(Grammar::parse(Rule::line, &self.src[pos..]));
+            let end = pos + line.as_span().end();
+            if let Some(item) = self.parse_line(line) {
+                items.push(item);
             }
+            let rest = &self.src[end..];
+            pos = end
+                + if rest.is_empty() {
+                    break;
+                } else if rest.starts_with("\r\n") {
+                    2
+                } else if rest.starts_with(['\n', '\r']) {
+                    1
+                } else {
+                    unreachable!("the grammar's `line` ends at a newline or the end of the text")
+                };
         }
         Ast { items }
     }
@@ -122,8 +142,8 @@ impl<'s> Builder<'s> {
     fn parse_line(&mut self, pair: Pair<'_, Rule>) -> Option<Item> {
         assert_eq!(pair.as_rule(), Rule::line);
         let statement = pair.into_inner().find(|p| p.as_rule() != Rule::comment)?;
-        let span = span_of(&statement);
-        let line = self.line_of(statement.as_span().start());
+        let span = self.span_of(&statement);
+        let line = self.line_of(self.base + statement.as_span().start());
         let kind = match statement.as_rule() {
             Rule::task => self.parse_task(statement).map(ItemKind::Task),
             Rule::task_malformed => {
@@ -152,7 +172,7 @@ impl<'s> Builder<'s> {
 
     fn parse_task(&mut self, pair: Pair<'_, Rule>) -> Option<TaskLine> {
         assert_eq!(pair.as_rule(), Rule::task);
-        let head_span = span_of(&pair);
+        let head_span = self.span_of(&pair);
         let mut name = None;
         let mut sweep = None;
         let mut attrs = Vec::new();
@@ -161,7 +181,7 @@ impl<'s> Builder<'s> {
         for part in pair.into_inner() {
             match part.as_rule() {
                 Rule::task_name => {
-                    name = Some(Spanned::new(part.as_str().to_owned(), span_of(&part)))
+                    name = Some(Spanned::new(part.as_str().to_owned(), self.span_of(&part)))
                 }
                 Rule::sweep => sweep = self.parse_sweep(part),
                 Rule::attr => attrs.push(self.parse_attr(part)),
@@ -172,7 +192,7 @@ impl<'s> Builder<'s> {
                             "slurp::syntax",
                             format!("expected an attribute `key=value`, found `{}`", part.as_str()),
                         )
-                        .label(span_of(&part), "not `key=value`")
+                        .label(self.span_of(&part), "not `key=value`")
                         .help("a task head is `task NAME ATTR=VALUE ...:` and the command follows `: `"),
                     );
                 }
@@ -205,7 +225,7 @@ impl<'s> Builder<'s> {
     /// Says precisely what is wrong with a `task` line the grammar rejected.
     fn parse_task_malformed(&mut self, pair: Pair<'_, Rule>) {
         assert_eq!(pair.as_rule(), Rule::task_malformed);
-        let span = span_of(&pair);
+        let span = self.span_of(&pair);
         let text = pair.as_str();
         let rest = text["task".len()..].trim_start();
         let rest_start = span.start as usize + (text.len() - rest.len());
@@ -244,9 +264,9 @@ impl<'s> Builder<'s> {
 
     fn parse_sweep(&mut self, pair: Pair<'_, Rule>) -> Option<Spanned<Vec<SweepVar>>> {
         assert_eq!(pair.as_rule(), Rule::sweep);
-        let span = span_of(&pair);
+        let span = self.span_of(&pair);
         let body = only_child(pair);
-        let body_span = span_of(&body);
+        let body_span = self.span_of(&body);
         let text = body.as_str();
         let mut vars: Vec<SweepVar> = Vec::new();
         let mut ok = true;
@@ -399,7 +419,7 @@ impl<'s> Builder<'s> {
         let value = parts
             .next()
             .unwrap_or_else(|| unreachable!("attr has a value"));
-        let value_span = span_of(&value);
+        let value_span = self.span_of(&value);
         let mut text = String::new();
         for part in value.into_inner() {
             match part.as_rule() {
@@ -411,7 +431,7 @@ impl<'s> Builder<'s> {
             }
         }
         Attr {
-            key: Spanned::new(key.as_str().to_owned(), span_of(&key)),
+            key: Spanned::new(key.as_str().to_owned(), self.span_of(&key)),
             value: Spanned::new(text, value_span),
         }
     }
@@ -430,7 +450,7 @@ impl<'s> Builder<'s> {
                             part.as_str()
                         ),
                     )
-                    .label(span_of(&part), "not `key=value`")
+                    .label(self.span_of(&part), "not `key=value`")
                     .help("`defaults` takes attributes only, e.g. `defaults cores=2 time=10m`"),
                 ),
                 rule => unreachable!("defaults hold attributes, not {rule:?}"),
@@ -442,7 +462,7 @@ impl<'s> Builder<'s> {
     fn parse_include(&mut self, pair: Pair<'_, Rule>) -> Option<Spanned<String>> {
         assert_eq!(pair.as_rule(), Rule::include);
         let word = only_child(pair);
-        let span = span_of(&word);
+        let span = self.span_of(&word);
         let mut shell = None;
         let text = self.parse_word(word, &mut shell);
         if let Some(reason) = shell {
@@ -458,12 +478,12 @@ impl<'s> Builder<'s> {
 
     fn parse_legacy(&mut self, pair: Pair<'_, Rule>) -> Option<LegacyLine> {
         assert_eq!(pair.as_rule(), Rule::legacy);
-        let span = span_of(&pair);
+        let span = self.span_of(&pair);
         let mut parts = pair.into_inner();
         let ncores_pair = parts
             .next()
             .unwrap_or_else(|| unreachable!("legacy line starts with NCORES"));
-        let ncores_span = span_of(&ncores_pair);
+        let ncores_span = self.span_of(&ncores_pair);
         let ncores = match ncores_pair.as_str().parse::<u32>() {
             Ok(0) => {
                 self.error(
@@ -496,7 +516,7 @@ impl<'s> Builder<'s> {
         for part in parts {
             match part.as_rule() {
                 Rule::legacy_flag => {
-                    let flag_span = span_of(&part);
+                    let flag_span = self.span_of(&part);
                     match part.as_str() {
                         "0" => single_node = Some(Spanned::new(false, flag_span)),
                         "1" => single_node = Some(Spanned::new(true, flag_span)),
@@ -542,11 +562,11 @@ impl<'s> Builder<'s> {
 
     fn parse_command(&mut self, pair: Pair<'_, Rule>) -> Command {
         assert_eq!(pair.as_rule(), Rule::command);
-        let span = span_of(&pair);
+        let span = self.span_of(&pair);
         let mut words = Vec::new();
         let mut shell = None;
         for word in pair.into_inner() {
-            let word_span = span_of(&word);
+            let word_span = self.span_of(&word);
             let text = self.parse_word(word, &mut shell);
             words.push(Word {
                 text,
@@ -570,7 +590,7 @@ impl<'s> Builder<'s> {
                 Rule::lit => {
                     if first && s.starts_with('~') && shell.is_none() {
                         *shell = Some(ShellReason {
-                            span: span_of(&part).sub(0, 1),
+                            span: self.span_of(&part).sub(0, 1),
                             what: "`~` home directory".to_owned(),
                         });
                     }
@@ -579,7 +599,7 @@ impl<'s> Builder<'s> {
                 Rule::squote => text.push_str(strip_quotes(s)),
                 Rule::dquote => {
                     if shell.is_none()
-                        && let Some(reason) = double_quote_expansion(s, span_of(&part))
+                        && let Some(reason) = double_quote_expansion(s, self.span_of(&part))
                     {
                         *shell = Some(reason);
                     }
@@ -590,7 +610,7 @@ impl<'s> Builder<'s> {
                 Rule::meta => {
                     if shell.is_none() {
                         *shell = Some(ShellReason {
-                            span: span_of(&part),
+                            span: self.span_of(&part),
                             what: describe_meta(s).to_owned(),
                         });
                     }
@@ -629,7 +649,7 @@ impl<'s> Builder<'s> {
     }
 
     fn unbalanced_quote(&mut self, part: &Pair<'_, Rule>) {
-        let span = span_of(part);
+        let span = self.span_of(part);
         let quote = &part.as_str()[..1];
         let other = if quote == "'" { "\"" } else { "'" };
         self.error(
@@ -663,11 +683,6 @@ fn only_child(pair: Pair<'_, Rule>) -> Pair<'_, Rule> {
         (Some(child), None) => child,
         _ => unreachable!("the grammar gives {rule:?} exactly one child"),
     }
-}
-
-fn span_of(pair: &Pair<'_, Rule>) -> Span {
-    let span = pair.as_span();
-    Span::new(span.start(), span.end())
 }
 
 fn strip_quotes(s: &str) -> &str {
