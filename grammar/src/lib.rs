@@ -15,7 +15,7 @@ pub use ast::{
     SweepVar, TaskLine, Word,
 };
 pub use diagnostic::{Diagnostic, Label};
-pub use parser::{parse, parse_command};
+pub use parser::{parse, parse_command, parse_each, parse_with_grammar_only};
 
 /// True for a sweep-variable or environment-variable style name.
 pub fn is_identifier(s: &str) -> bool {

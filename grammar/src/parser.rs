@@ -29,9 +29,27 @@ const SHELL_BUILTINS: &[&str] = &[
 /// Parses a whole slurp file. Always returns a tree (of the lines that could
 /// be understood) and every diagnostic found.
 pub fn parse(src: &str) -> (Ast, Vec<Diagnostic>) {
+    let mut items = Vec::new();
+    let diagnostics = parse_each(src, |item| items.push(item));
+    (Ast { items }, diagnostics)
+}
+
+/// Like [`parse`], but hands each item to `sink` as soon as it is built,
+/// so a large file is never held as a whole tree. Returns the diagnostics.
+pub fn parse_each(src: &str, sink: impl FnMut(Item)) -> Vec<Diagnostic> {
     let mut parser = Builder::new(src);
-    let ast = parser.parse_file();
-    (ast, parser.diagnostics)
+    parser.parse_file(true, sink);
+    parser.diagnostics
+}
+
+/// [`parse`] without the fast path for simple lines: every line through the
+/// grammar. For tests that check the two agree.
+#[doc(hidden)]
+pub fn parse_with_grammar_only(src: &str) -> (Ast, Vec<Diagnostic>) {
+    let mut parser = Builder::new(src);
+    let mut items = Vec::new();
+    parser.parse_file(false, |item| items.push(item));
+    (Ast { items }, parser.diagnostics)
 }
 
 /// Parses one command written as a string (the TOML spec's `command = "…"`)
@@ -114,15 +132,24 @@ impl<'s> Builder<'s> {
     /// Parses the text one logical line at a time with the grammar's `line`
     /// rule (the `file` rule says the same, whole). Per line, pest's token
     /// queue stays small; for the whole of a large file it would not.
-    fn parse_file(&mut self) -> Ast {
-        let mut items = Vec::new();
+    fn parse_file(&mut self, fast: bool, mut sink: impl FnMut(Item)) {
         let mut pos = 0;
         loop {
+            if fast && let Some((item, next)) = self.parse_simple_line(pos) {
+                item.into_iter().for_each(&mut sink);
+                match next {
+                    Some(next) => {
+                        pos = next;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             self.base = pos;
             let line = presume_parsed(Grammar::parse(Rule::line, &self.src[pos..]));
             let end = pos + line.as_span().end();
             if let Some(item) = self.parse_line(line) {
-                items.push(item);
+                sink(item);
             }
             let rest = &self.src[end..];
             pos = end
@@ -136,7 +163,98 @@ impl<'s> Builder<'s> {
                     unreachable!("the grammar's `line` ends at a newline or the end of the text")
                 };
         }
-        Ast { items }
+    }
+
+    /// The fast path: a valid legacy or plain line made only of literal
+    /// characters (no quote, escape, comment, keyword or shell syntax) means
+    /// exactly its blank-separated words, so pest's per-character work can
+    /// be skipped. Such lines are most of a large task file. Returns the
+    /// item (none for a blank line) and where the next line starts; `None`
+    /// when the line needs the grammar (which also reports any mistake).
+    fn parse_simple_line(&mut self, pos: usize) -> Option<(Option<Item>, Option<usize>)> {
+        let bytes = self.src.as_bytes();
+        let end = bytes[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |n| pos + n);
+        let next = (end < bytes.len()).then_some(end + 1);
+        let line_end = if end > pos && bytes[end - 1] == b'\r' {
+            end - 1
+        } else {
+            end
+        };
+        let line = &bytes[pos..line_end];
+        if !line
+            .iter()
+            .all(|&b| b == b' ' || b == b'\t' || is_literal_byte(b))
+        {
+            return None;
+        }
+        let mut words = Vec::new();
+        let mut start = None;
+        for (i, &b) in line
+            .iter()
+            .enumerate()
+            .chain(std::iter::once((line.len(), &b' ')))
+        {
+            match (b == b' ' || b == b'\t', start) {
+                (true, Some(s)) => {
+                    words.push(Word {
+                        text: self.src[pos + s..pos + i].to_owned(),
+                        span: Span::new(pos + s, pos + i),
+                    });
+                    start = None;
+                }
+                (false, None) => start = Some(i),
+                _ => {}
+            }
+        }
+        let Some(first) = words.first() else {
+            return Some((None, next));
+        };
+        if matches!(first.text.as_str(), "task" | "defaults" | "include") {
+            return None;
+        }
+        let span = Span {
+            start: first.span.start,
+            end: words[words.len() - 1].span.end,
+        };
+        let line_no = self.line_of(first.span.start as usize);
+        let numeric = first
+            .text
+            .trim_start_matches(['+', '-'])
+            .starts_with(|c: char| c.is_ascii_digit())
+            && first.text.len() - first.text.trim_start_matches(['+', '-']).len() <= 1;
+        let kind = if numeric {
+            let ncores = first.text.parse::<u32>().ok().filter(|&n| n > 0)?;
+            let flag = words.get(1)?;
+            let single_node = match flag.text.as_str() {
+                "0" => false,
+                "1" => true,
+                _ => return None,
+            };
+            if words.len() < 3 {
+                return None;
+            }
+            let ncores = Spanned::new(ncores, first.span);
+            let single_node = Spanned::new(single_node, flag.span);
+            let words = words.split_off(2);
+            ItemKind::Legacy(LegacyLine {
+                ncores,
+                single_node,
+                command: simple_command(words),
+            })
+        } else {
+            ItemKind::Plain(simple_command(words))
+        };
+        Some((
+            Some(Item {
+                line: line_no,
+                span,
+                kind,
+            }),
+            next,
+        ))
     }
 
     fn parse_line(&mut self, pair: Pair<'_, Rule>) -> Option<Item> {
@@ -683,6 +801,44 @@ fn only_child(pair: Pair<'_, Rule>) -> Pair<'_, Rule> {
         (Some(child), None) => child,
         _ => unreachable!("the grammar gives {rule:?} exactly one child"),
     }
+}
+
+/// A byte the grammar's `lit` takes anywhere in a word: not blank, not a
+/// line end, not a quote, escape, comment or shell character, not `~`
+/// (which is shell syntax at the start of a word). Bytes of multi-byte
+/// UTF-8 characters are literal.
+fn is_literal_byte(b: u8) -> bool {
+    !matches!(
+        b,
+        b' ' | b'\t'
+            | b'\r'
+            | b'\n'
+            | b'\''
+            | b'"'
+            | b'\\'
+            | b'|'
+            | b'&'
+            | b';'
+            | b'<'
+            | b'>'
+            | b'('
+            | b')'
+            | b'$'
+            | b'`'
+            | b'*'
+            | b'?'
+            | b'#'
+            | b'~'
+    )
+}
+
+fn simple_command(words: Vec<Word>) -> Command {
+    let span = Span {
+        start: words[0].span.start,
+        end: words[words.len() - 1].span.end,
+    };
+    let shell = shell_by_first_word(&words);
+    Command { words, shell, span }
 }
 
 fn strip_quotes(s: &str) -> &str {

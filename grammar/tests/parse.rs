@@ -277,3 +277,19 @@ mod properties {
         }
     }
 }
+
+mod fast_path {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The fast path for simple lines means exactly what the grammar
+        /// means: same items, spans, line numbers and diagnostics.
+        #[test]
+        fn agrees_with_the_grammar(src in "([ \t]{0,2}([0-9+-]{1,3}|[a-z~#'|]{1,4}|task|include|defaults|cd|A=1)([ \t]{1,2}[a-z0-9/.=_{}#|'-]{1,5}){0,4}[ \t]{0,2}\r?\n){0,6}") {
+            let fast = slurp_grammar::parse(&src);
+            let slow = slurp_grammar::parse_with_grammar_only(&src);
+            prop_assert_eq!(format!("{:?}", fast.0), format!("{:?}", slow.0));
+            prop_assert_eq!(fast.1, slow.1);
+        }
+    }
+}

@@ -52,7 +52,9 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
         if !spec.named {
             continue;
         }
-        let name = &*workflow.template(spec.template).name;
+        let Some(name) = workflow.template(spec.template).name.as_deref() else {
+            continue;
+        };
         if let Some(&first) = names.get(name) {
             let first: &DepSpec = &specs[first];
             let mut d = Diagnostic::new(

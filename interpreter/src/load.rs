@@ -182,47 +182,37 @@ pub(crate) fn display_path(path: &Path, cwd: &Path) -> String {
         .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
 }
 
-/// Collects the entries of a line-format file, following includes.
-pub(crate) struct Collector<'a> {
-    pub sources: &'a mut Sources,
-    pub diags: &'a mut Vec<Located>,
-    pub cwd: &'a Path,
-    pub entries: Vec<Entry>,
-    defaults: Vec<SourcedAttr>,
-    /// Files being included, outermost first, with the line including each.
-    include_stack: Vec<(FileId, Option<Span>)>,
+/// Where entries go as they are read, and what reading needs.
+pub(crate) trait EntrySink {
+    fn sources(&mut self) -> &mut Sources;
+    fn diags(&mut self) -> &mut Vec<Located>;
+    fn cwd(&self) -> &Path;
+    fn entry(&mut self, entry: Entry);
 }
 
-impl<'a> Collector<'a> {
-    pub fn new(sources: &'a mut Sources, diags: &'a mut Vec<Located>, cwd: &'a Path) -> Self {
-        Collector {
-            sources,
-            diags,
-            cwd,
-            entries: Vec::new(),
-            defaults: Vec::new(),
-            include_stack: Vec::new(),
-        }
-    }
+/// Reads the entries of a line-format file, following includes, and hands
+/// each to the sink as soon as it is read: a large file is never held as a
+/// whole tree.
+#[derive(Default)]
+pub(crate) struct Collector {
+    defaults: Vec<SourcedAttr>,
+    /// Files being included, outermost first.
+    include_stack: Vec<FileId>,
+}
 
-    pub fn collect(&mut self, file: FileId, included_at: Option<Span>) {
-        self.include_stack.push((file, included_at));
-        let text = self.sources.get(file).text.clone();
-        let (ast, syntax) = slurp_grammar::parse(&text);
-        self.diags
-            .extend(syntax.into_iter().map(|diagnostic| Located {
-                file: Some(file),
-                diagnostic,
-            }));
-        for item in ast.items {
-            let (kind, command) = match item.kind {
+impl Collector {
+    pub fn collect(&mut self, file: FileId, sink: &mut dyn EntrySink) {
+        self.include_stack.push(file);
+        let text = sink.sources().get(file).text.clone();
+        let syntax = slurp_grammar::parse_each(&text, |item| {
+            let (kind, command, own) = match item.kind {
                 ItemKind::Defaults(attrs) => {
-                    self.set_defaults(file, attrs);
-                    continue;
+                    self.set_defaults(file, attrs, sink);
+                    return;
                 }
                 ItemKind::Include(path) => {
-                    self.include(file, &path.node, path.span);
-                    continue;
+                    self.include(file, &path.node, path.span, sink);
+                    return;
                 }
                 ItemKind::Task(task) => (
                     EntryKind::Task {
@@ -230,25 +220,26 @@ impl<'a> Collector<'a> {
                         name_span: task.name.span,
                         sweep: task.sweep.map(|s| s.node).unwrap_or_default(),
                     },
-                    (task.command, task.attrs),
+                    task.command,
+                    task.attrs,
                 ),
                 ItemKind::Legacy(legacy) => (
                     EntryKind::Legacy {
                         ncores: legacy.ncores.node,
                         single_node: legacy.single_node.node,
                     },
-                    (legacy.command, Vec::new()),
+                    legacy.command,
+                    Vec::new(),
                 ),
-                ItemKind::Plain(command) => (EntryKind::Plain, (command, Vec::new())),
+                ItemKind::Plain(command) => (EntryKind::Plain, command, Vec::new()),
             };
-            let (command, own) = command;
             let mut attrs = self.defaults.clone();
             attrs.extend(own.into_iter().map(|attr| SourcedAttr {
                 file,
                 attr,
                 from_defaults: false,
             }));
-            self.entries.push(Entry {
+            sink.entry(Entry {
                 file,
                 line: item.line,
                 span: item.span,
@@ -256,15 +247,20 @@ impl<'a> Collector<'a> {
                 command,
                 attrs,
             });
-        }
+        });
+        sink.diags()
+            .extend(syntax.into_iter().map(|diagnostic| Located {
+                file: Some(file),
+                diagnostic,
+            }));
         self.include_stack.pop();
     }
 
     /// A `defaults` line replaces the keys it names (`env` adds variables).
-    fn set_defaults(&mut self, file: FileId, attrs: Vec<Attr>) {
+    fn set_defaults(&mut self, file: FileId, attrs: Vec<Attr>, sink: &mut dyn EntrySink) {
         for attr in attrs {
             if attr.key.node == "after" {
-                self.diags.push(Located {
+                sink.diags().push(Located {
                     file: Some(file),
                     diagnostic: Diagnostic::new(
                         "slurp::bad_attribute",
@@ -286,21 +282,28 @@ impl<'a> Collector<'a> {
         }
     }
 
-    fn include(&mut self, file: FileId, path: &str, span: Span) {
-        let base = self.sources.get(file).path.parent().map(Path::to_path_buf);
-        let base = base.unwrap_or_else(|| self.cwd.to_path_buf());
+    fn include(&mut self, file: FileId, path: &str, span: Span, sink: &mut dyn EntrySink) {
+        let cwd = sink.cwd().to_path_buf();
+        let base = sink
+            .sources()
+            .get(file)
+            .path
+            .parent()
+            .map(Path::to_path_buf);
+        let base = base.unwrap_or_else(|| cwd.clone());
         let target = normalize(&base.join(path));
+        let sources = sink.sources();
         if let Some(pos) = self
             .include_stack
             .iter()
-            .position(|(f, _)| self.sources.get(*f).path == target)
+            .position(|f| sources.get(*f).path == target)
         {
             let chain: Vec<String> = self.include_stack[pos..]
                 .iter()
-                .map(|(f, _)| self.sources.get(*f).display.clone())
-                .chain(std::iter::once(display_path(&target, self.cwd)))
+                .map(|f| sources.get(*f).display.clone())
+                .chain(std::iter::once(display_path(&target, &cwd)))
                 .collect();
-            self.diags.push(Located {
+            sink.diags().push(Located {
                 file: Some(file),
                 diagnostic: Diagnostic::new(
                     "slurp::include_recursion",
@@ -311,14 +314,17 @@ impl<'a> Collector<'a> {
             });
             return;
         }
-        if let Some(included) = read_file(
+        let mut diags = std::mem::take(sink.diags());
+        let included = read_file(
             &target,
-            self.cwd,
+            &cwd,
             Some((file, span)),
-            self.sources,
-            self.diags,
-        ) {
-            self.collect(included, Some(span));
+            sink.sources(),
+            &mut diags,
+        );
+        *sink.diags() = diags;
+        if let Some(included) = included {
+            self.collect(included, sink);
         }
     }
 }

@@ -20,7 +20,9 @@ use slurp_runtime::{
 use crate::Options;
 use crate::attrs::{self, KEYS};
 use crate::dag::{self, DepSpec};
-use crate::load::{Collector, Entry, EntryKind, SourcedAttr, display_path, normalize, read_file};
+use crate::load::{
+    Collector, Entry, EntryKind, EntrySink, SourcedAttr, display_path, normalize, read_file,
+};
 use crate::report::{Located, Sources};
 
 /// Subcommands of slurp: `slurp check x` in a task is a plain command, not a
@@ -49,6 +51,33 @@ pub(crate) struct Lowerer<'a> {
     /// The nesting chain being loaded: file and the line that nests the next.
     stack: Vec<(PathBuf, Option<(FileId, Span)>)>,
     total_tasks: u64,
+}
+
+/// The workflow being lowered, fed entry by entry as its files are read.
+struct Building<'b, 'a> {
+    lowerer: &'b mut Lowerer<'a>,
+    workflow: Workflow,
+    deps: Vec<DepSpec>,
+    nested: Vec<(TemplateId, Text, FileId, Span)>,
+}
+
+impl EntrySink for Building<'_, '_> {
+    fn sources(&mut self) -> &mut Sources {
+        self.lowerer.sources
+    }
+
+    fn diags(&mut self) -> &mut Vec<Located> {
+        &mut self.lowerer.diags
+    }
+
+    fn cwd(&self) -> &Path {
+        &self.lowerer.opts.cwd
+    }
+
+    fn entry(&mut self, entry: Entry) {
+        self.lowerer
+            .lower_entry(entry, &mut self.workflow, &mut self.deps, &mut self.nested);
+    }
 }
 
 /// An attribute's value: known once, or per sweep instance.
@@ -139,19 +168,26 @@ impl<'a> Lowerer<'a> {
         self.loaded.insert(absolute.clone(), id);
         self.stack.push((absolute.clone(), origin));
 
-        let entries = if absolute.extension().is_some_and(|e| e == "toml") {
-            crate::toml_spec::entries(file, self.sources, &mut self.diags)
-        } else {
-            let mut collector = Collector::new(self.sources, &mut self.diags, &self.opts.cwd);
-            collector.collect(file, None);
-            collector.entries
+        let mut building = Building {
+            lowerer: self,
+            workflow: Workflow::new(file),
+            deps: Vec::new(),
+            nested: Vec::new(),
         };
-        let mut workflow = Workflow::new(file);
-        let mut deps = Vec::new();
-        let mut nested = Vec::new();
-        for entry in entries {
-            self.lower_entry(entry, &mut workflow, &mut deps, &mut nested);
+        if absolute.extension().is_some_and(|e| e == "toml") {
+            let mut diags = std::mem::take(&mut building.lowerer.diags);
+            let entries = crate::toml_spec::entries(file, building.lowerer.sources, &mut diags);
+            building.lowerer.diags = diags;
+            entries.into_iter().for_each(|entry| building.entry(entry));
+        } else {
+            Collector::default().collect(file, &mut building);
         }
+        let Building {
+            mut workflow,
+            deps,
+            nested,
+            ..
+        } = building;
         for (template, path_text, file, span) in nested {
             self.load_children(&mut workflow, template, &path_text, file, span);
         }
@@ -449,22 +485,22 @@ impl<'a> Lowerer<'a> {
         };
 
         let template_id = TemplateId(workflow.templates.len() as u32);
-        let name_text = match &name {
-            Some((name, _)) => name.clone(),
-            None if file == workflow.file => format!("@{}", entry.line),
-            None => {
+        let name_text: Option<Box<str>> = match &name {
+            Some((name, _)) => Some(name.as_str().into()),
+            None if file == workflow.file => None,
+            None => Some({
                 let stem = self
                     .sources
                     .get(file)
                     .path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned());
-                format!("{}@{}", stem.unwrap_or_default(), entry.line)
-            }
+                format!("{}@{}", stem.unwrap_or_default(), entry.line).into()
+            }),
         };
         let name_span = name.as_ref().map_or(entry.span, |(_, span)| *span);
         let template = Template {
-            name: name_text.into(),
+            name: name_text,
             kind,
             source: Source {
                 file,
@@ -626,7 +662,7 @@ impl<'a> Lowerer<'a> {
                 match parse(&rendered) {
                     Ok(v) => Some(v),
                     Err(message) => {
-                        let mut name = template.name.to_string();
+                        let mut name = template.name();
                         name.push('[');
                         for (i, (axis, p)) in template
                             .sweep
@@ -685,10 +721,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        ok.then_some(CommandTemplate {
-            words,
-            shell: command.shell.is_some(),
-        })
+        ok.then(|| CommandTemplate::new(words, command.shell.is_some()))
     }
 
     /// Loads the child workflow(s) of a nested template and points its
@@ -726,7 +759,8 @@ impl<'a> Lowerer<'a> {
         }
         // Rewrite the file word to the absolute path(s) loaded.
         let t = &mut workflow.templates[template.0 as usize];
-        if let Some(word) = t.command.words.iter_mut().find(|w| **w == *path) {
+        let mut words = t.command.words();
+        if let Some(word) = words.iter_mut().find(|w| **w == *path) {
             let mut pieces = vec![Piece::Lit(format!("{}/", base.display()).into())];
             if path_is_absolute(path) {
                 pieces.clear();
@@ -735,12 +769,13 @@ impl<'a> Lowerer<'a> {
             *word = Text(pieces);
         }
         // `flux slurp FILE` (the proof of concept's spelling) is `slurp FILE`.
-        if t.command.words.len() > 1
-            && t.command.words[0] == Text::literal("flux")
-            && t.command.words[1] == Text::literal("slurp")
+        if words.len() > 1
+            && words[0] == Text::literal("flux")
+            && words[1] == Text::literal("slurp")
         {
-            t.command.words.remove(0);
+            words.remove(0);
         }
+        t.command = CommandTemplate::new(words, t.command.shell);
     }
 }
 
@@ -818,6 +853,7 @@ fn sweep_product(axes: &[Axis]) -> String {
 /// The file of a nested entry: `slurp FILE [ARGS]` or `flux slurp FILE`,
 /// exec'd (not through the shell), with FILE the first non-option word.
 fn nested_file(command: &Command, template: &CommandTemplate) -> Option<(Text, Span)> {
+    let texts = template.words();
     if command.shell.is_some() {
         return None;
     }
@@ -835,7 +871,7 @@ fn nested_file(command: &Command, template: &CommandTemplate) -> Option<(Text, S
     if SUBCOMMANDS.contains(&word.text.as_str()) {
         return None;
     }
-    Some((template.words[offset].clone(), word.span))
+    Some((texts[offset].clone(), word.span))
 }
 
 /// Splits text into literal pieces and placeholders: `{var}` for a sweep

@@ -124,11 +124,11 @@ impl Workflow {
         })
     }
 
-    /// The task's id as users see it: `sim[17]`, `fit[2,x]`, `prep`, `line7`.
+    /// The task's id as users see it: `sim[17]`, `fit[2,x]`, `prep`, `@7`.
     pub fn task_name(&self, id: TaskId) -> String {
         let task = self.task(id);
         let template = self.template(task.template);
-        let mut name = template.name.to_string();
+        let mut name = template.name();
         if !template.sweep.is_empty() {
             name.push('[');
             for (i, (axis, position)) in template
@@ -151,19 +151,12 @@ impl Workflow {
     pub fn argv(&self, id: TaskId) -> Vec<String> {
         let task = self.task(id);
         let template = self.template(task.template);
-        let words = template
-            .command
-            .words
-            .iter()
-            .map(|text| template.render(text, task.index));
+        let mut argv = Vec::new();
         if template.command.shell {
-            ["/bin/sh".to_owned(), "-c".to_owned()]
-                .into_iter()
-                .chain(words)
-                .collect()
-        } else {
-            words.collect()
+            argv.extend(["/bin/sh".to_owned(), "-c".to_owned()]);
         }
+        template.command.render(template, task.index, &mut argv);
+        argv
     }
 
     /// The task's own environment variables (added to the inherited ones).
@@ -199,8 +192,10 @@ impl Workflow {
 /// One source line: everything its tasks share, with `{var}` placeholders.
 #[derive(Debug)]
 pub struct Template {
-    /// The task name (`sim`), or `lineN` for an unnamed line.
-    pub name: Box<str>,
+    /// The task name (`sim`); for an unnamed line of an included file
+    /// `FILE@LINE`; `None` for an unnamed line of the workflow's own file,
+    /// whose name `@LINE` is made when asked (there may be millions).
+    pub name: Option<Box<str>>,
     pub kind: LineKind,
     pub source: Source,
     /// The sweep's axes, first varying slowest; empty for a single task.
@@ -214,6 +209,14 @@ pub struct Template {
 }
 
 impl Template {
+    /// The name without sweep values: `sim`, `@7`, `common.slurp@3`.
+    pub fn name(&self) -> String {
+        match &self.name {
+            Some(name) => name.to_string(),
+            None => format!("@{}", self.source.line),
+        }
+    }
+
     /// How many tasks the template expands to.
     pub fn len(&self) -> u64 {
         self.sweep.iter().map(|a| a.values.len()).product()
@@ -367,11 +370,59 @@ pub enum Piece {
     Index,
 }
 
+/// A command with placeholders. For a shell command there is one word: the
+/// text for `sh -c`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandTemplate {
-    /// The argv words; for a shell command, one word: the text for `sh -c`.
-    pub words: Vec<Text>,
+    words: Words,
     pub shell: bool,
+}
+
+/// Most commands (every plain and legacy line) have no placeholder: they are
+/// kept as one allocation, words separated by NUL (which no argv word can
+/// hold), instead of two allocations per word.
+#[derive(Debug, Clone, PartialEq)]
+enum Words {
+    Constant(Box<str>),
+    Template(Vec<Text>),
+}
+
+impl CommandTemplate {
+    pub fn new(words: Vec<Text>, shell: bool) -> Self {
+        let constant = words.iter().all(|w| match &w.0[..] {
+            [] => true,
+            [Piece::Lit(s)] => !s.contains('\0'),
+            _ => false,
+        });
+        let words = if constant && !words.is_empty() {
+            let joined: Vec<&str> = words
+                .iter()
+                .map(|w| match &w.0[..] {
+                    [Piece::Lit(s)] => &**s,
+                    _ => "",
+                })
+                .collect();
+            Words::Constant(joined.join("\0").into())
+        } else {
+            Words::Template(words)
+        };
+        CommandTemplate { words, shell }
+    }
+
+    /// The words, each as text with placeholders.
+    pub fn words(&self) -> Vec<Text> {
+        match &self.words {
+            Words::Constant(joined) => joined.split('\0').map(Text::literal).collect(),
+            Words::Template(words) => words.clone(),
+        }
+    }
+
+    fn render(&self, template: &Template, index: u32, out: &mut Vec<String>) {
+        match &self.words {
+            Words::Constant(joined) => out.extend(joined.split('\0').map(str::to_owned)),
+            Words::Template(words) => out.extend(words.iter().map(|w| template.render(w, index))),
+        }
+    }
 }
 
 /// One task: small, because there may be millions.
