@@ -15,6 +15,10 @@ use std::time::Instant;
 use slurp_interpreter::{Options, load};
 use slurp_runtime::{Capacity, WorkflowId};
 
+/// The allocator the `slurp` binary uses, so the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const LEGACY: usize = 200_000;
 const PLAIN: usize = 200_000;
 const SWEEP: usize = 300_000;

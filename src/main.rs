@@ -2,6 +2,12 @@
 
 mod cli;
 
+/// Loading a large workflow makes millions of small, short-lived
+/// allocations; mimalloc does them in about half the time glibc's malloc
+/// takes (BENCHMARKS.md, front end).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::run()
 }

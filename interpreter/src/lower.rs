@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use slurp_grammar::{Command, Diagnostic, Span, SweepValues, SweepVar};
 use slurp_runtime::{
-    Axis, CommandTemplate, FileId, LineKind, Piece, Program, Request, Source, Task, Template,
-    TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task,
+    Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 
 use crate::Options;
@@ -510,10 +510,13 @@ impl<'a> Lowerer<'a> {
             },
             sweep: axes,
             command,
-            env,
-            cwd,
-            output,
-            policy,
+            extras: Extras {
+                env,
+                cwd,
+                output,
+                policy,
+            }
+            .boxed(),
         };
         let first_task = workflow.tasks.len();
         if !self.expand(&template, template_id, &fields, workflow) {
@@ -608,7 +611,7 @@ impl<'a> Lowerer<'a> {
                     mem: constant(&f.mem),
                     nodes: constant(&f.nodes),
                 },
-                time_limit: constant(&f.time),
+                time_limit: constant(&f.time).and_then(std::num::NonZeroU64::new),
                 retries: constant(&f.retries),
                 nested: None,
             };
@@ -630,7 +633,9 @@ impl<'a> Lowerer<'a> {
                         mem: self.value(&f.mem, "mem", template, index)?,
                         nodes: self.value(&f.nodes, "nodes", template, index)?,
                     },
-                    time_limit: self.value(&f.time, "time", template, index)?,
+                    time_limit: self
+                        .value(&f.time, "time", template, index)?
+                        .and_then(std::num::NonZeroU64::new),
                     retries: self.value(&f.retries, "retries", template, index)?,
                     nested: None,
                 })
@@ -699,6 +704,18 @@ impl<'a> Lowerer<'a> {
         vars: &[&str],
         substitute: bool,
     ) -> Option<CommandTemplate> {
+        if !substitute {
+            // Plain and legacy lines mean their words literally.
+            return Some(match &command.shell {
+                Some(_) => CommandTemplate::literal(
+                    [command.shell_text(&self.sources.get(file).text).as_str()],
+                    true,
+                ),
+                None => {
+                    CommandTemplate::literal(command.words.iter().map(|w| w.text.as_str()), false)
+                }
+            });
+        }
         let mut words = Vec::new();
         let mut ok = true;
         if command.shell.is_some() {

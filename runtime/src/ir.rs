@@ -164,8 +164,9 @@ impl Workflow {
         let task = self.task(id);
         let template = self.template(task.template);
         template
-            .env
+            .extras
             .iter()
+            .flat_map(|x| &x.env)
             .map(|(name, value)| (name.to_string(), template.render(value, task.index)))
             .collect()
     }
@@ -173,19 +174,15 @@ impl Workflow {
     pub fn cwd(&self, id: TaskId) -> Option<String> {
         let task = self.task(id);
         let template = self.template(task.template);
-        template
-            .cwd
-            .as_ref()
-            .map(|t| template.render(t, task.index))
+        let cwd = template.extras.as_ref()?.cwd.as_ref()?;
+        Some(template.render(cwd, task.index))
     }
 
     pub fn output(&self, id: TaskId) -> Option<String> {
         let task = self.task(id);
         let template = self.template(task.template);
-        template
-            .output
-            .as_ref()
-            .map(|t| template.render(t, task.index))
+        let output = template.extras.as_ref()?.output.as_ref()?;
+        Some(template.render(output, task.index))
     }
 }
 
@@ -201,11 +198,26 @@ pub struct Template {
     /// The sweep's axes, first varying slowest; empty for a single task.
     pub sweep: Vec<Axis>,
     pub command: CommandTemplate,
+    /// What few lines set; boxed so the many lines that set none of it
+    /// cost one pointer.
+    pub extras: Option<Box<Extras>>,
+}
+
+/// The rarely set parts of a template.
+#[derive(Debug, Default, PartialEq)]
+pub struct Extras {
     pub env: Vec<(Box<str>, Text)>,
     pub cwd: Option<Text>,
     pub output: Option<Text>,
     /// Queue policy for a nested entry's child instance.
     pub policy: Option<Box<str>>,
+}
+
+impl Extras {
+    /// `None` when nothing is set.
+    pub fn boxed(self) -> Option<Box<Extras>> {
+        (self != Extras::default()).then(|| Box::new(self))
+    }
 }
 
 impl Template {
@@ -409,6 +421,30 @@ impl CommandTemplate {
         CommandTemplate { words, shell }
     }
 
+    /// A command without placeholders, from its words as written.
+    pub fn literal<'w>(words: impl IntoIterator<Item = &'w str>, shell: bool) -> Self {
+        let mut joined = String::new();
+        let mut template = None;
+        for (i, word) in words.into_iter().enumerate() {
+            if word.contains('\0') {
+                template = Some(());
+            }
+            if i > 0 {
+                joined.push('\0');
+            }
+            joined.push_str(word);
+        }
+        match template {
+            None => CommandTemplate {
+                words: Words::Constant(joined.into()),
+                shell,
+            },
+            Some(()) => {
+                CommandTemplate::new(joined.split('\0').map(Text::literal).collect(), shell)
+            }
+        }
+    }
+
     /// The words, each as text with placeholders.
     pub fn words(&self) -> Vec<Text> {
         match &self.words {
@@ -434,7 +470,7 @@ pub struct Task {
     pub request: Request,
     /// Time limit in seconds, also the runtime estimate backfilling uses;
     /// `None` is unlimited.
-    pub time_limit: Option<u64>,
+    pub time_limit: Option<std::num::NonZeroU64>,
     /// Extra attempts after a non-zero exit.
     pub retries: u32,
     /// For a nested entry: the child workflow its instance runs.

@@ -194,7 +194,11 @@ impl Program {
             shell.insert("per-resource".into(), serde_json::json!({ "type": "node" }));
             NestedMeta {
                 workflow: self.file(self.workflow(child).file).display().to_string(),
-                policy: template.policy.as_deref().map(str::to_owned),
+                policy: template
+                    .extras
+                    .as_ref()
+                    .and_then(|x| x.policy.as_deref())
+                    .map(str::to_owned),
             }
         });
 
@@ -213,7 +217,7 @@ impl Program {
             }],
             attributes: Attributes {
                 system: System {
-                    duration: task.time_limit.unwrap_or(0) as f64,
+                    duration: task.time_limit.map_or(0, |t| t.get()) as f64,
                     cwd: Some(task_cwd),
                     environment: wf.environment(id).into_iter().collect(),
                     job: JobName {

@@ -10,7 +10,7 @@ pub mod jobspec;
 mod resources;
 
 pub use ir::{
-    Axis, CommandTemplate, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
+    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
     Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
