@@ -5,6 +5,7 @@
 //! Flux [`Jobspec`] — and the [`Capacity`] model requests are checked
 //! against. It never parses text.
 
+pub mod core;
 mod ir;
 pub mod jobspec;
 mod resources;

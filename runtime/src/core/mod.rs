@@ -1,0 +1,459 @@
+//! The scheduler core: synchronous, clock-free, and the same for real runs
+//! and simulation.
+//!
+//! It is told the time and what happened (`on_finished`, `cancel`, `halt`),
+//! and asked to `schedule`; it answers with [`Event`]s in an outbox the
+//! driver drains: every state transition, and `Start` decisions naming the
+//! concrete cores and GPUs a task gets. It never sleeps, spawns, or reads a
+//! clock, so tests drive it on a fake clock and `slurp sim` on a virtual one.
+//!
+//! States follow DESIGN.md: `pending` (waiting on dependencies) →
+//! `runnable` (waiting for resources) → `running` → `succeeded` | `failed` |
+//! `timeout` | `cancelled` | `skipped` (a dependency did not succeed).
+//! Dependencies are afterok. A failed attempt with retries left goes back
+//! to `runnable` at its old place in the queue.
+//!
+//! Invariants (checked by the property tests): resources are never
+//! oversubscribed; nothing starts before its dependencies succeeded; every
+//! task whose dependencies succeed eventually starts.
+
+mod cluster;
+mod policy;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::Serialize;
+
+pub use cluster::{Alloc, Amounts, Cluster, NodeSlice};
+pub use policy::{PolicyKind, UnknownPolicy};
+
+use crate::ir::{Request, TaskId, Workflow};
+use crate::resources::Capacity;
+
+/// Milliseconds since the run began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+pub struct Time(pub u64);
+
+impl Time {
+    pub const NEVER: Time = Time(u64::MAX);
+
+    pub fn plus_secs(self, secs: u64) -> Time {
+        Time(self.0.saturating_add(secs.saturating_mul(1000)))
+    }
+}
+
+/// What the core needs of a task.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub request: Request,
+    /// Seconds; also the estimate backfilling uses. `None`: unbounded.
+    pub time_limit: Option<u64>,
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Pending,
+    Runnable,
+    Running,
+    Succeeded,
+    Failed,
+    Timeout,
+    Cancelled,
+    Skipped,
+}
+
+impl State {
+    pub const ALL: [State; 8] = [
+        State::Pending,
+        State::Runnable,
+        State::Running,
+        State::Succeeded,
+        State::Failed,
+        State::Timeout,
+        State::Cancelled,
+        State::Skipped,
+    ];
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            State::Succeeded | State::Failed | State::Timeout | State::Cancelled | State::Skipped
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Runnable => "runnable",
+            State::Running => "running",
+            State::Succeeded => "succeeded",
+            State::Failed => "failed",
+            State::Timeout => "timeout",
+            State::Cancelled => "cancelled",
+            State::Skipped => "skipped",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an attempt ended, as the executor saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Success,
+    /// Non-zero exit status (of the first rank that failed).
+    Exit(i32),
+    /// Killed by a signal.
+    Signal(i32),
+    /// Ran past its time limit and was stopped.
+    Timeout,
+    /// Could not be started (no such program, bad working directory…).
+    SpawnError,
+    /// Stopped by cancellation.
+    Cancelled,
+}
+
+/// Why a transition happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Its dependencies are still running.
+    Waiting,
+    /// Its dependencies succeeded (or it had none).
+    Ready,
+    /// The attempt ended so.
+    Ended(Outcome),
+    /// It will run again: attempt `attempt` failed.
+    Retry { attempt: u32 },
+    /// A dependency did not succeed.
+    Dependency(TaskId),
+    /// The run was interrupted or halted after a failure.
+    Halted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// `task` moved to `to`.
+    Transition {
+        time: Time,
+        task: TaskId,
+        to: State,
+        reason: Reason,
+    },
+    /// Start `task` (attempt `attempt`, from 1) on `alloc`.
+    Start {
+        time: Time,
+        task: TaskId,
+        attempt: u32,
+        alloc: Alloc,
+    },
+}
+
+#[derive(Debug)]
+struct Slot {
+    job: Job,
+    state: State,
+    deps_left: u32,
+    attempts: u32,
+    /// Where the running attempt is and when it started.
+    running: Option<(Time, Alloc)>,
+}
+
+/// The scheduler core of one instance.
+#[derive(Debug)]
+pub struct Core {
+    cluster: Cluster,
+    policy: PolicyKind,
+    slots: Vec<Slot>,
+    /// Dependents of each task (CSR: `dependents[offsets[t]..offsets[t+1]]`).
+    offsets: Vec<u32>,
+    dependents: Vec<u32>,
+    /// Runnable tasks in policy order.
+    queue: BTreeSet<(u64, u32)>,
+    /// Running tasks by estimated end.
+    running: BTreeSet<(Time, u32)>,
+    outbox: Vec<Event>,
+    halted: bool,
+    counts: [usize; 8],
+}
+
+impl Core {
+    /// A core for `jobs`, where `dependencies(t)` lists what task `t` waits
+    /// for. Every task starts `pending` or `runnable` (events in the outbox).
+    pub fn new<I: IntoIterator<Item = u32>>(
+        capacity: Capacity,
+        policy: PolicyKind,
+        jobs: Vec<Job>,
+        dependencies: impl Fn(u32) -> I,
+        now: Time,
+    ) -> Self {
+        let n = jobs.len();
+        let mut indegree = vec![0u32; n];
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for t in 0..n as u32 {
+            for d in dependencies(t) {
+                edges.push((d, t));
+                indegree[t as usize] += 1;
+            }
+        }
+        edges.sort_unstable();
+        let mut offsets = vec![0u32; n + 1];
+        for &(d, _) in &edges {
+            offsets[d as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let dependents = edges.into_iter().map(|(_, t)| t).collect();
+        let mut core = Core {
+            cluster: Cluster::new(capacity),
+            policy,
+            slots: jobs
+                .into_iter()
+                .zip(&indegree)
+                .map(|(job, &deps_left)| Slot {
+                    job,
+                    state: State::Pending,
+                    deps_left,
+                    attempts: 0,
+                    running: None,
+                })
+                .collect(),
+            offsets,
+            dependents,
+            queue: BTreeSet::new(),
+            running: BTreeSet::new(),
+            outbox: Vec::new(),
+            halted: false,
+            counts: [0; 8],
+        };
+        core.counts[State::Pending as usize] = n;
+        for t in 0..n as u32 {
+            if core.slots[t as usize].deps_left == 0 {
+                core.make_runnable(now, t);
+            } else {
+                core.outbox.push(Event::Transition {
+                    time: now,
+                    task: TaskId(t),
+                    to: State::Pending,
+                    reason: Reason::Waiting,
+                });
+            }
+        }
+        core
+    }
+
+    /// A core for the tasks of a workflow.
+    pub fn for_workflow(
+        capacity: Capacity,
+        policy: PolicyKind,
+        workflow: &Workflow,
+        now: Time,
+    ) -> Self {
+        let jobs = workflow
+            .tasks
+            .iter()
+            .map(|t| Job {
+                request: t.request,
+                time_limit: t.time_limit.map(|l| l.get()),
+                retries: t.retries,
+            })
+            .collect();
+        Core::new(
+            capacity,
+            policy,
+            jobs,
+            |t| workflow.dependencies(TaskId(t)).map(|d| d.0),
+            now,
+        )
+    }
+
+    pub fn state(&self, task: TaskId) -> State {
+        self.slots[task.0 as usize].state
+    }
+
+    pub fn attempts(&self, task: TaskId) -> u32 {
+        self.slots[task.0 as usize].attempts
+    }
+
+    /// How many tasks are in each state, indexed by `State as usize`.
+    pub fn counts(&self) -> [usize; 8] {
+        self.counts
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// True when every task reached a final state.
+    pub fn is_done(&self) -> bool {
+        self.counts[State::Pending as usize]
+            + self.counts[State::Runnable as usize]
+            + self.counts[State::Running as usize]
+            == 0
+    }
+
+    pub fn running_count(&self) -> usize {
+        self.counts[State::Running as usize]
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Takes the events produced since the last call.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Event> {
+        self.outbox.drain(..)
+    }
+
+    fn set_state(&mut self, time: Time, task: u32, to: State, reason: Reason) {
+        let slot = &mut self.slots[task as usize];
+        self.counts[slot.state as usize] -= 1;
+        self.counts[to as usize] += 1;
+        slot.state = to;
+        self.outbox.push(Event::Transition {
+            time,
+            task: TaskId(task),
+            to,
+            reason,
+        });
+    }
+
+    fn make_runnable(&mut self, now: Time, task: u32) {
+        let key = self.policy.key(&self.slots[task as usize].job);
+        self.queue.insert((key, task));
+        self.set_state(now, task, State::Runnable, Reason::Ready);
+    }
+
+    /// Starts what the policy says can start now.
+    pub fn schedule(&mut self, now: Time) {
+        if self.halted || self.queue.is_empty() {
+            return;
+        }
+        policy::select(self, now);
+    }
+
+    fn start(&mut self, now: Time, task: u32) {
+        let request = self.slots[task as usize].job.request;
+        let Some(alloc) = self.cluster.allocate(&request) else {
+            unreachable!("the policy chose task {task}, which does not fit");
+        };
+        let key = self.policy.key(&self.slots[task as usize].job);
+        self.queue.remove(&(key, task));
+        let slot = &mut self.slots[task as usize];
+        slot.attempts += 1;
+        let attempt = slot.attempts;
+        let end = match slot.job.time_limit {
+            Some(secs) => now.plus_secs(secs),
+            None => Time::NEVER,
+        };
+        slot.running = Some((now, alloc.clone()));
+        self.running.insert((end, task));
+        self.set_state(now, task, State::Running, Reason::Ready);
+        self.outbox.push(Event::Start {
+            time: now,
+            task: TaskId(task),
+            attempt,
+            alloc,
+        });
+    }
+
+    /// An attempt of a running task ended.
+    pub fn on_finished(&mut self, now: Time, task: TaskId, outcome: Outcome) {
+        let t = task.0;
+        let slot = &mut self.slots[t as usize];
+        if slot.state != State::Running {
+            return;
+        }
+        let (started, alloc) = slot
+            .running
+            .take()
+            .unwrap_or_else(|| unreachable!("running tasks hold resources"));
+        let end = match slot.job.time_limit {
+            Some(secs) => started.plus_secs(secs),
+            None => Time::NEVER,
+        };
+        self.running.remove(&(end, t));
+        self.cluster.release(&alloc);
+        let slot = &self.slots[t as usize];
+        let retry = !matches!(outcome, Outcome::Success | Outcome::Cancelled)
+            && slot.attempts <= slot.job.retries
+            && !self.halted;
+        match outcome {
+            Outcome::Success => {
+                self.set_state(now, t, State::Succeeded, Reason::Ended(outcome));
+                for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
+                    let d = self.dependents[i as usize];
+                    let slot = &mut self.slots[d as usize];
+                    slot.deps_left -= 1;
+                    if slot.deps_left == 0 && slot.state == State::Pending {
+                        self.make_runnable(now, d);
+                    }
+                }
+            }
+            _ if retry => {
+                let attempt = self.slots[t as usize].attempts;
+                let key = self.policy.key(&self.slots[t as usize].job);
+                self.queue.insert((key, t));
+                self.set_state(now, t, State::Runnable, Reason::Retry { attempt });
+            }
+            _ => {
+                let to = match outcome {
+                    Outcome::Timeout => State::Timeout,
+                    Outcome::Cancelled => State::Cancelled,
+                    _ => State::Failed,
+                };
+                self.set_state(now, t, to, Reason::Ended(outcome));
+                self.skip_dependents(now, t);
+            }
+        }
+    }
+
+    /// Marks everything downstream of a task that did not succeed.
+    fn skip_dependents(&mut self, now: Time, failed: u32) {
+        let mut stack = vec![failed];
+        while let Some(t) = stack.pop() {
+            for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
+                let d = self.dependents[i as usize];
+                if self.slots[d as usize].state == State::Pending {
+                    self.set_state(now, d, State::Skipped, Reason::Dependency(TaskId(t)));
+                    stack.push(d);
+                }
+            }
+        }
+    }
+
+    /// Starts nothing more: every task not yet running becomes `cancelled`
+    /// (`--halt`, Ctrl-C). Running tasks finish or are killed by the driver.
+    pub fn halt(&mut self, now: Time) {
+        self.halted = true;
+        let waiting: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&t| {
+                matches!(
+                    self.slots[t as usize].state,
+                    State::Pending | State::Runnable
+                )
+            })
+            .collect();
+        self.queue.clear();
+        for t in waiting {
+            self.set_state(now, t, State::Cancelled, Reason::Halted);
+        }
+    }
+
+    pub fn is_halted(&self) -> bool {
+        self.halted
+    }
+}

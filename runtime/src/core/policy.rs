@@ -1,0 +1,264 @@
+//! Queue policies: which runnable tasks start now.
+//!
+//! - `fcfs`: strict order of submission; the first task that does not fit
+//!   blocks everything behind it.
+//! - `sjf`: shortest time limit first (tasks without one last), strict.
+//! - `easy` (the default): FCFS order; when the head does not fit it gets a
+//!   reservation — the earliest time running tasks' time limits free enough
+//!   for it — and later tasks start now only if they end before it or use
+//!   only what the head will not need then. A task without `time` is
+//!   unbounded: it can only use what the head will not need.
+//! - `conservative`: every waiting task gets a reservation in order; a task
+//!   starts now only if that delays no earlier reservation.
+//!
+//! Reservations count resources summed over the instance (exact on one node,
+//! where cores of a kind are interchangeable). Backfilling looks at most
+//! [`BACKFILL_DEPTH`] tasks deep per decision, as production schedulers do
+//! (Slurm's `bf_max_job_test`), so a decision stays cheap with a deep queue.
+
+use std::fmt;
+
+use super::{Amounts, Cluster, Core, Job, Time};
+
+/// How far behind the head backfilling looks.
+pub const BACKFILL_DEPTH: usize = 1000;
+/// Conservative reservations are quadratic in depth; it looks less far.
+pub const CONSERVATIVE_DEPTH: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PolicyKind {
+    Fcfs,
+    Sjf,
+    #[default]
+    Easy,
+    Conservative,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPolicy(pub String);
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown policy `{}` (the runtime has fcfs, sjf, easy, conservative)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+impl std::str::FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fcfs" => Ok(PolicyKind::Fcfs),
+            "sjf" => Ok(PolicyKind::Sjf),
+            "easy" => Ok(PolicyKind::Easy),
+            "conservative" => Ok(PolicyKind::Conservative),
+            other => Err(UnknownPolicy(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyKind::Fcfs => "fcfs",
+            PolicyKind::Sjf => "sjf",
+            PolicyKind::Easy => "easy",
+            PolicyKind::Conservative => "conservative",
+        })
+    }
+}
+
+impl PolicyKind {
+    /// The queue key; ties fall back to task order (submission order).
+    pub(super) fn key(self, job: &Job) -> u64 {
+        match self {
+            PolicyKind::Sjf => job.time_limit.unwrap_or(u64::MAX),
+            _ => 0,
+        }
+    }
+}
+
+fn estimate_end(now: Time, job: &Job) -> Time {
+    job.time_limit.map_or(Time::NEVER, |s| now.plus_secs(s))
+}
+
+/// Starts the tasks the policy picks, on the core.
+pub(super) fn select(core: &mut Core, now: Time) {
+    // Heads that fit start in order under every policy.
+    while let Some(&(_, head)) = core.queue.first() {
+        if !core.cluster.fits(&core.slots[head as usize].job.request) {
+            break;
+        }
+        core.start(now, head);
+    }
+    match core.policy {
+        PolicyKind::Fcfs | PolicyKind::Sjf => {}
+        PolicyKind::Easy => easy(core, now),
+        PolicyKind::Conservative => conservative(core, now),
+    }
+}
+
+impl Core {
+    /// The head of the queue and the time EASY reserves for it: when the
+    /// time limits of running tasks free enough for it, node by node. Also
+    /// the instance as it will be then, with the head placed: what is left
+    /// in it is what tasks running past the reservation may use. `None`
+    /// when the queue is empty; `Time::NEVER` (and an empty projection)
+    /// when an unbounded task stands in the way.
+    pub fn reservation(&self, now: Time) -> Option<(u32, Time, Cluster)> {
+        let &(_, head) = self.queue.first()?;
+        let request = self.slots[head as usize].job.request;
+        let mut projected = self.cluster.clone();
+        let mut at = now;
+        for &(end, t) in &self.running {
+            if projected.fits(&request) {
+                break;
+            }
+            if end == Time::NEVER {
+                return Some((head, Time::NEVER, Cluster::empty()));
+            }
+            if let Some((_, alloc)) = &self.slots[t as usize].running {
+                projected.release(alloc);
+            }
+            at = end.max(now);
+        }
+        match projected.allocate(&request) {
+            Some(_) => Some((head, at, projected)),
+            None => Some((head, Time::NEVER, Cluster::empty())),
+        }
+    }
+}
+
+fn easy(core: &mut Core, now: Time) {
+    let Some((head, shadow, mut projected)) = core.reservation(now) else {
+        return;
+    };
+    let candidates: Vec<u32> = core
+        .queue
+        .iter()
+        .map(|&(_, t)| t)
+        .filter(|&t| t != head)
+        .take(BACKFILL_DEPTH)
+        .collect();
+    for t in candidates {
+        if core.cluster.free().cores == 0 {
+            break;
+        }
+        let job = &core.slots[t as usize].job;
+        let Some(plan) = core.cluster.plan(&job.request) else {
+            continue;
+        };
+        let ends_in_time = estimate_end(now, job) <= shadow && shadow != Time::NEVER
+            || shadow == Time::NEVER && job.time_limit.is_some();
+        if ends_in_time {
+            core.start(now, t);
+        } else if projected.fits_plan(&plan, &job.request) {
+            // Still running at the reservation: it must leave the head's
+            // resources free then, on the same nodes it takes now.
+            projected.take_plan(&plan, &job.request);
+            core.start(now, t);
+        }
+    }
+}
+
+/// Free amounts over time: `(from, free)` steps, sorted, the last lasting
+/// forever.
+struct Profile(Vec<(Time, Amounts)>);
+
+impl Profile {
+    fn new(core: &Core, now: Time) -> Profile {
+        let mut steps = vec![(now, core.cluster.free())];
+        for &(end, t) in &core.running {
+            if end == Time::NEVER {
+                break;
+            }
+            let Some((_, alloc)) = &core.slots[t as usize].running else {
+                continue;
+            };
+            let mut free = steps.last().map(|s| s.1).unwrap_or_default();
+            free.add(&Amounts {
+                cores: alloc.cores() as u64,
+                gpus: alloc.slices.iter().map(|s| s.gpus.len() as u64).sum(),
+                mem: alloc.slices.iter().map(|s| s.mem).sum(),
+            });
+            let at = end.max(now);
+            match steps.last_mut() {
+                Some(last) if last.0 == at => last.1 = free,
+                _ => steps.push((at, free)),
+            }
+        }
+        Profile(steps)
+    }
+
+    /// The earliest step time from which `need` is free for `length`.
+    fn earliest(&self, need: &Amounts, length: u64) -> Option<Time> {
+        'start: for (i, &(from, _)) in self.0.iter().enumerate() {
+            let until = if length == u64::MAX {
+                Time::NEVER
+            } else {
+                Time(from.0.saturating_add(length))
+            };
+            for &(at, free) in &self.0[i..] {
+                if at >= until && at != from {
+                    break;
+                }
+                if !free.covers(need) {
+                    continue 'start;
+                }
+            }
+            return Some(from);
+        }
+        None
+    }
+
+    fn split(&mut self, at: Time) -> usize {
+        match self.0.binary_search_by_key(&at, |s| s.0) {
+            Ok(i) => i,
+            Err(i) => {
+                let free = self.0[i - 1].1;
+                self.0.insert(i, (at, free));
+                i
+            }
+        }
+    }
+
+    fn reserve(&mut self, from: Time, length: u64, need: &Amounts) {
+        let start = self.split(from);
+        let end = if length == u64::MAX {
+            self.0.len()
+        } else {
+            self.split(Time(from.0.saturating_add(length)))
+        };
+        for step in &mut self.0[start..end] {
+            step.1.sub(need);
+        }
+    }
+}
+
+fn conservative(core: &mut Core, now: Time) {
+    let mut profile = Profile::new(core, now);
+    let queued: Vec<u32> = core
+        .queue
+        .iter()
+        .map(|&(_, t)| t)
+        .take(CONSERVATIVE_DEPTH)
+        .collect();
+    for t in queued {
+        let job = &core.slots[t as usize].job;
+        let need = Amounts::of(&job.request);
+        let length = job.time_limit.map_or(u64::MAX, |s| s.saturating_mul(1000));
+        let Some(from) = profile.earliest(&need, length) else {
+            continue;
+        };
+        if from == now && core.cluster.fits(&job.request) {
+            core.start(now, t);
+        }
+        profile.reserve(from, length, &need);
+    }
+}

@@ -1,0 +1,413 @@
+//! The scheduler core on a fake clock: hand-checked schedules, and
+//! properties over random workloads for every policy.
+
+use std::collections::{BTreeMap, HashSet};
+
+use proptest::prelude::*;
+use slurp_runtime::core::{Core, Event, Job, Outcome, PolicyKind, Reason, State, Time};
+use slurp_runtime::{Capacity, Request, TaskId};
+
+const CAP: Capacity = Capacity {
+    nodes: 2,
+    cores_per_node: 4,
+    gpus_per_node: 1,
+    mem_per_node: 8 << 30,
+};
+
+#[derive(Debug, Clone)]
+struct Spec {
+    job: Job,
+    /// Seconds the attempt really runs.
+    runtime: u64,
+    /// Exit status of every attempt.
+    fails: bool,
+    deps: Vec<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Trace {
+    starts: BTreeMap<u32, Vec<Time>>,
+    ends: BTreeMap<u32, Time>,
+    finals: BTreeMap<u32, (State, Reason)>,
+    order: Vec<u32>,
+    /// (head, reservation) seen after each scheduling pass.
+    reservations: Vec<(u32, Time)>,
+}
+
+/// Runs the workload to the end on a fake clock, checking at every instant
+/// that no core or GPU id is held twice and no node's memory is exceeded.
+fn simulate(capacity: Capacity, policy: PolicyKind, specs: &[Spec]) -> Trace {
+    let jobs = specs.iter().map(|s| s.job.clone()).collect();
+    let mut core = Core::new(
+        capacity,
+        policy,
+        jobs,
+        |t| specs[t as usize].deps.clone(),
+        Time(0),
+    );
+    let mut now = Time(0);
+    let mut trace = Trace::default();
+    let mut running: BTreeMap<u32, (Time, slurp_runtime::core::Alloc)> = BTreeMap::new();
+    loop {
+        core.schedule(now);
+        if let Some((head, at, _)) = core.reservation(now)
+            && at != Time::NEVER
+        {
+            trace.reservations.push((head, at));
+        }
+        for event in core.drain().collect::<Vec<_>>() {
+            match event {
+                Event::Start {
+                    task, alloc, time, ..
+                } => {
+                    let spec = &specs[task.0 as usize];
+                    trace.starts.entry(task.0).or_default().push(time);
+                    trace.order.push(task.0);
+                    running.insert(task.0, (time.plus_secs(spec.runtime), alloc));
+                }
+                Event::Transition {
+                    task, to, reason, ..
+                } if to.is_final() => {
+                    trace.finals.insert(task.0, (to, reason));
+                }
+                Event::Transition { .. } => {}
+            }
+        }
+        // No id held twice, no memory over a node.
+        let mut held = HashSet::new();
+        let mut mem = vec![0u64; capacity.nodes as usize];
+        for (_, alloc) in running.values() {
+            for s in &alloc.slices {
+                for &c in &s.cores {
+                    assert!(
+                        held.insert(("core", s.node, c)),
+                        "core {c} of node {} held twice",
+                        s.node
+                    );
+                    assert!(c < capacity.cores_per_node);
+                }
+                for &g in &s.gpus {
+                    assert!(held.insert(("gpu", s.node, g)), "gpu {g} held twice");
+                }
+                mem[s.node as usize] += s.mem;
+            }
+        }
+        assert!(
+            mem.iter().all(|&m| m <= capacity.mem_per_node),
+            "memory oversubscribed"
+        );
+        if core.is_done() {
+            break;
+        }
+        let Some((&task, &(end, _))) = running.iter().min_by_key(|(t, (end, _))| (*end, **t))
+        else {
+            panic!("nothing running but not done: {:?}", core.counts());
+        };
+        now = end;
+        running.remove(&task);
+        trace.ends.insert(task, end);
+        let spec = &specs[task as usize];
+        let outcome = if spec.job.time_limit.is_some_and(|l| spec.runtime > l) {
+            Outcome::Timeout
+        } else if spec.fails {
+            Outcome::Exit(1)
+        } else {
+            Outcome::Success
+        };
+        core.on_finished(now, TaskId(task), outcome);
+    }
+    trace
+}
+
+fn job(ntasks: u32, cores: u32, limit: Option<u64>) -> Job {
+    Job {
+        request: Request {
+            ntasks,
+            cores,
+            gpus: 0,
+            mem: 0,
+            nodes: 0,
+        },
+        time_limit: limit,
+        retries: 0,
+    }
+}
+
+fn spec(job: Job, runtime: u64) -> Spec {
+    Spec {
+        job,
+        runtime,
+        fails: false,
+        deps: Vec::new(),
+    }
+}
+
+const ONE_NODE: Capacity = Capacity {
+    nodes: 1,
+    cores_per_node: 4,
+    gpus_per_node: 0,
+    mem_per_node: 0,
+};
+
+#[test]
+fn fcfs_blocks_behind_a_head_that_does_not_fit() {
+    // 0 takes 3 of 4 cores for 10 s; 1 needs 4; 2 needs 1 and could run now.
+    let specs = [
+        spec(job(3, 1, Some(10)), 10),
+        spec(job(4, 1, Some(5)), 5),
+        spec(job(1, 1, Some(1)), 1),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::Fcfs, &specs);
+    assert_eq!(trace.starts[&1], [Time(10_000)]);
+    assert_eq!(
+        trace.starts[&2],
+        [Time(15_000)],
+        "fcfs never jumps the queue"
+    );
+}
+
+#[test]
+fn easy_backfills_what_ends_before_the_reservation_only() {
+    // Head (1) is reserved at 10 s. Task 2 (1 core, 5 s) ends before it:
+    // backfilled at 0. Task 3 (1 core, 20 s) would delay it: waits.
+    let specs = [
+        spec(job(3, 1, Some(10)), 10),
+        spec(job(4, 1, Some(5)), 5),
+        spec(job(1, 1, Some(5)), 5),
+        spec(job(1, 1, Some(20)), 20),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    assert_eq!(trace.starts[&2], [Time(0)]);
+    assert_eq!(
+        trace.starts[&1],
+        [Time(10_000)],
+        "the head starts at its reservation"
+    );
+    assert_eq!(trace.starts[&3], [Time(15_000)]);
+}
+
+#[test]
+fn easy_lets_an_unbounded_task_use_only_what_the_head_leaves() {
+    // Head needs 2 cores at 10 s; 4 - 2 = 2 cores stay spare then, so one
+    // unbounded 1-core task may start now, a second 2-core one may not.
+    let specs = [
+        spec(job(3, 1, Some(10)), 10),
+        spec(job(2, 1, Some(5)), 5),
+        spec(job(1, 1, None), 30),
+        spec(job(1, 2, None), 1),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    assert_eq!(trace.starts[&2], [Time(0)]);
+    assert_eq!(trace.starts[&1], [Time(10_000)]);
+    assert!(trace.starts[&3][0] >= Time(10_000));
+}
+
+#[test]
+fn sjf_runs_the_shortest_first() {
+    let specs = [
+        spec(job(4, 1, Some(1)), 1),
+        spec(job(4, 1, Some(50)), 50),
+        spec(job(4, 1, Some(5)), 5),
+        spec(job(4, 1, None), 1),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::Sjf, &specs);
+    assert_eq!(trace.order, [0, 2, 1, 3]);
+}
+
+#[test]
+fn conservative_backfills_without_delaying_any_reservation() {
+    // 0 runs 10 s on 3 cores. 1 (4 cores) is reserved at 10 s; 2 (2 cores,
+    // 5 s) is reserved at 15 s; 3 (1 core, 5 s) fits now and delays neither.
+    let specs = [
+        spec(job(3, 1, Some(10)), 10),
+        spec(job(4, 1, Some(5)), 5),
+        spec(job(2, 1, Some(5)), 5),
+        spec(job(1, 1, Some(5)), 5),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::Conservative, &specs);
+    assert_eq!(trace.starts[&3], [Time(0)]);
+    assert_eq!(trace.starts[&1], [Time(10_000)]);
+    assert_eq!(trace.starts[&2], [Time(15_000)]);
+}
+
+#[test]
+fn a_failed_dependency_skips_everything_downstream_with_the_reason() {
+    let mut specs = vec![
+        spec(job(1, 1, None), 1),
+        spec(job(1, 1, None), 1),
+        spec(job(1, 1, None), 1),
+        spec(job(1, 1, None), 1),
+    ];
+    specs[0].fails = true;
+    specs[1].deps = vec![0];
+    specs[2].deps = vec![1];
+    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    assert_eq!(trace.finals[&0].0, State::Failed);
+    assert_eq!(
+        trace.finals[&1],
+        (State::Skipped, Reason::Dependency(TaskId(0)))
+    );
+    assert_eq!(
+        trace.finals[&2],
+        (State::Skipped, Reason::Dependency(TaskId(1)))
+    );
+    assert_eq!(trace.finals[&3].0, State::Succeeded);
+}
+
+#[test]
+fn retries_rerun_a_failing_task_then_give_up() {
+    let mut specs = vec![spec(
+        Job {
+            retries: 2,
+            ..job(1, 1, None)
+        },
+        1,
+    )];
+    specs[0].fails = true;
+    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    assert_eq!(trace.starts[&0].len(), 3, "one attempt and two retries");
+    assert_eq!(trace.finals[&0].0, State::Failed);
+}
+
+#[test]
+fn a_task_over_its_limit_times_out_and_its_dependents_are_skipped() {
+    let mut specs = vec![spec(job(1, 1, Some(5)), 9), spec(job(1, 1, None), 1)];
+    specs[1].deps = vec![0];
+    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    assert_eq!(trace.finals[&0].0, State::Timeout);
+    assert_eq!(trace.finals[&1].0, State::Skipped);
+}
+
+#[test]
+fn halt_cancels_everything_not_yet_running() {
+    let jobs = vec![job(4, 1, None), job(1, 1, None), job(1, 1, None)];
+    let mut core = Core::new(ONE_NODE, PolicyKind::Easy, jobs, |_| Vec::new(), Time(0));
+    core.schedule(Time(0));
+    core.halt(Time(5));
+    assert_eq!(core.state(TaskId(0)), State::Running);
+    assert_eq!(core.state(TaskId(1)), State::Cancelled);
+    core.schedule(Time(6));
+    core.on_finished(Time(7), TaskId(0), Outcome::Success);
+    core.schedule(Time(7));
+    assert!(core.is_done());
+    assert_eq!(
+        core.state(TaskId(2)),
+        State::Cancelled,
+        "nothing starts after a halt"
+    );
+}
+
+fn arb_specs(max: usize, failures: bool) -> impl Strategy<Value = Vec<Spec>> {
+    prop::collection::vec(
+        (
+            1u32..=3,
+            1u32..=4,
+            0u32..=1,
+            0u64..=2,
+            prop::option::of(1u64..=20),
+            1u64..=25,
+            prop::bool::weighted(if failures { 0.2 } else { 0.0 }),
+            prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+            0u32..=1,
+        ),
+        1..max,
+    )
+    .prop_map(|raw| {
+        raw.into_iter()
+            .enumerate()
+            .map(
+                |(i, (ntasks, cores, gpus, mem_g, limit, runtime, fails, deps, retries))| {
+                    let mut request = Request {
+                        ntasks: if cores > 2 { 1 } else { ntasks },
+                        cores,
+                        gpus,
+                        mem: mem_g << 30,
+                        nodes: 0,
+                    };
+                    // The interpreter refuses requests that can never fit.
+                    if CAP.fits(&request).is_err() {
+                        request.ntasks = 1;
+                    }
+                    Spec {
+                        job: Job {
+                            request,
+                            time_limit: limit,
+                            retries,
+                        },
+                        runtime,
+                        fails,
+                        // Dependencies only on earlier tasks: always a DAG.
+                        deps: if i == 0 {
+                            Vec::new()
+                        } else {
+                            deps.iter().map(|d| d.index(i) as u32).collect()
+                        },
+                    }
+                },
+            )
+            .collect()
+    })
+}
+
+const POLICIES: [PolicyKind; 4] = [
+    PolicyKind::Fcfs,
+    PolicyKind::Sjf,
+    PolicyKind::Easy,
+    PolicyKind::Conservative,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever the workload and policy: ids are never held twice (checked
+    /// in `simulate` at every instant), nothing starts before its
+    /// dependencies succeeded, and every task whose dependencies succeeded
+    /// ran to a final state.
+    #[test]
+    fn dependencies_and_progress(specs in arb_specs(24, true), p in 0usize..4) {
+        let trace = simulate(CAP, POLICIES[p], &specs);
+        for (t, spec) in specs.iter().enumerate() {
+            let t = t as u32;
+            let (state, _) = &trace.finals[&t];
+            let deps_ok = spec.deps.iter().all(|d| trace.finals[d].0 == State::Succeeded);
+            if deps_ok {
+                prop_assert!(trace.starts.contains_key(&t), "task {t} never ran though its dependencies succeeded");
+                for d in &spec.deps {
+                    prop_assert!(trace.starts[&t][0] >= trace.ends[d], "task {t} started before dependency {d} ended");
+                }
+            } else {
+                prop_assert_eq!(*state, State::Skipped);
+                prop_assert!(!trace.starts.contains_key(&t));
+            }
+        }
+    }
+
+    /// FCFS starts tasks in submission order.
+    #[test]
+    fn fcfs_starts_in_order(specs in arb_specs(24, false)) {
+        let specs: Vec<Spec> = specs.into_iter().map(|s| Spec { deps: Vec::new(), ..s }).collect();
+        let trace = simulate(CAP, PolicyKind::Fcfs, &specs);
+        let firsts: Vec<u32> = trace.order.iter().copied().filter({
+            let mut seen = HashSet::new();
+            move |t| seen.insert(*t)
+        }).collect();
+        prop_assert!(firsts.windows(2).all(|w| w[0] < w[1]), "start order {firsts:?}");
+    }
+
+    /// With runtimes within their limits, EASY starts the head no later than
+    /// the reservation it was given.
+    #[test]
+    fn easy_never_delays_the_heads_reservation(specs in arb_specs(24, false)) {
+        let specs: Vec<Spec> = specs.into_iter().map(|mut s| {
+            s.deps.clear();
+            if let Some(limit) = s.job.time_limit {
+                s.runtime = s.runtime.min(limit);
+            }
+            s
+        }).collect();
+        let trace = simulate(CAP, PolicyKind::Easy, &specs);
+        for (head, at) in &trace.reservations {
+            prop_assert!(trace.starts[head][0] <= *at, "head {head} reserved at {at:?} started at {:?}", trace.starts[head][0]);
+        }
+    }
+}
