@@ -11,7 +11,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use slurp_interpreter::{Failure, Loaded, Options};
-use slurp_runtime::{Capacity, Program, TaskId, WorkflowId, amount, format_bytes};
+use slurp_runtime::core::PolicyKind;
+use slurp_runtime::exec::OutputMode;
+use slurp_runtime::run::{Halt, RunOptions};
+use slurp_runtime::{Capacity, Machine, Program, TaskId, WorkflowId, amount, format_bytes};
 
 const ABOUT: &str =
     "Run task lists and workflow files on the resources you have, packed like an HPC scheduler";
@@ -32,14 +35,50 @@ Examples:
 The language is described in docs/language.md.";
 
 #[derive(Parser, Debug)]
-#[command(name = "slurp", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(name = "slurp", version, about = ABOUT, long_about = LONG_ABOUT, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Run this workflow file (the same as `slurp run FILE`)
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// How to run: policy, binding, output, failures.
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// Queue policy: `easy` (EASY backfilling), `fcfs`, `sjf`, `conservative`
+    #[arg(long, value_name = "POLICY", default_value = "easy")]
+    policy: String,
+    /// Do not bind tasks to their cores
+    #[arg(long)]
+    no_bind: bool,
+    /// Task output: `group` (each task's output whole when it ends), `tag`
+    /// (lines as they come, prefixed with the task id), `files` (under
+    /// .slurp/runs/RUN/out/), `none`
+    #[arg(long, value_name = "MODE", default_value = "group", value_parser = ["group", "tag", "files", "none"])]
+    output: String,
+    /// On the first task that fails for good: `never` stop, stop starting
+    /// tasks `soon`, or stop `now` (running tasks too)
+    #[arg(long, value_name = "WHEN", default_value = "never", value_parser = ["never", "soon", "now"])]
+    halt: String,
+    /// Time between SIGTERM and SIGKILL when a task is stopped
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    grace: String,
+    #[command(flatten)]
+    instance: InstanceArgs,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a workflow: every task on this instance, packed by the policy
+    Run {
+        /// Workflow file (`.slurp`, `.txt` or `.toml`); `-` reads standard input
+        file: PathBuf,
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Parse, expand and check workflow files; summarise them or list every mistake
     Check {
         /// Workflow files (`.slurp`, `.txt` or `.toml`); `-` reads standard input
@@ -89,27 +128,16 @@ struct InstanceArgs {
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let shift = match unit.trim_end_matches("iB").trim_end_matches('B') {
-        "" if number == "0" => 0,
-        "K" | "k" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("`{text}` is not a size like `64G`")),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size like `64G`"))?;
-    Ok((value * (1u64 << shift) as f64) as u64)
+    slurp_interpreter::parse_size(text).map_err(|e| format!("{e} (a size such as `64G`)"))
 }
 
 impl InstanceArgs {
     fn capacity(&self) -> Capacity {
-        let detected = Capacity::detect();
+        self.capacity_of(&Machine::detect())
+    }
+
+    fn capacity_of(&self, machine: &Machine) -> Capacity {
+        let detected = machine.capacity();
         Capacity {
             nodes: self.nodes.unwrap_or(detected.nodes).max(1),
             cores_per_node: self.cores.unwrap_or(detected.cores_per_node),
@@ -130,13 +158,21 @@ impl InstanceArgs {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { files, instance } => check(&files, &instance),
-        Command::Jobspec {
+        None => match cli.file {
+            Some(file) => run_file(&file, &cli.run),
+            None => {
+                let _ = <Cli as clap::CommandFactory>::command().print_help();
+                return ExitCode::from(2);
+            }
+        },
+        Some(Command::Run { file, run }) => run_file(&file, &run),
+        Some(Command::Check { files, instance }) => check(&files, &instance),
+        Some(Command::Jobspec {
             file,
             task,
             instance,
-        } => jobspec(&file, task.as_deref(), &instance),
-        Command::Resources { json, instance } => resources(json, &instance),
+        }) => jobspec(&file, task.as_deref(), &instance),
+        Some(Command::Resources { json, instance }) => resources(json, &instance),
     };
     match result {
         Ok(code) => code,
@@ -322,4 +358,105 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
+    let machine = Machine::detect();
+    let mut opts = args.instance.options()?;
+    opts.capacity = args.instance.capacity_of(&machine);
+    let usage = |message: String| {
+        eprintln!("error: {message}");
+        Ok(ExitCode::from(2))
+    };
+    let policy: PolicyKind = match args.policy.parse() {
+        Ok(policy) => policy,
+        Err(e) => return usage(format!("{e}")),
+    };
+    let grace = match slurp_interpreter::parse_duration(&args.grace) {
+        Ok(secs) => std::time::Duration::from_secs(secs.unwrap_or(0)),
+        Err(e) => return usage(format!("`--grace {}`: {e}", args.grace)),
+    };
+    let loaded = match load(file, &opts) {
+        Ok(loaded) => loaded,
+        Err(code) => return Ok(code),
+    };
+    // Every policy a nested entry names must exist in this runtime before
+    // anything starts.
+    for workflow in &loaded.program.workflows {
+        for template in &workflow.templates {
+            if let Some(policy) = template.extras.as_ref().and_then(|x| x.policy.as_deref())
+                && policy.parse::<PolicyKind>().is_err()
+            {
+                let source = loaded.sources.get(template.source.file);
+                eprintln!(
+                    "error: {}:{}: policy `{policy}` is not available in this runtime yet",
+                    source.display, template.source.line
+                );
+                eprintln!("hint: the runtime schedules with fcfs, sjf, easy and conservative");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    // Inside a task of another slurp, this run belongs to that run.
+    let run_dir = match std::env::var_os("SLURP_RUN_DIR") {
+        Some(parent) => PathBuf::from(parent).join("nested").join(format!(
+            "{}-{}",
+            std::env::var("SLURP_TASK_ID")
+                .unwrap_or_default()
+                .replace('/', "_"),
+            std::process::id()
+        )),
+        None => opts.cwd.join(".slurp").join("runs").join(run_id()),
+    };
+    std::fs::create_dir_all(&run_dir)?;
+    let options = RunOptions {
+        capacity: opts.capacity,
+        machine,
+        policy,
+        bind: !args.no_bind,
+        output: match args.output.as_str() {
+            "tag" => OutputMode::Tag,
+            "files" => OutputMode::Files,
+            "none" => OutputMode::None,
+            _ => OutputMode::Group,
+        },
+        halt: match args.halt.as_str() {
+            "soon" => Halt::Soon,
+            "now" => Halt::Now,
+            _ => Halt::Never,
+        },
+        grace,
+        cwd: opts.cwd.clone(),
+        run_dir,
+        exe: std::env::current_exe()?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut console = crate::console::Console::new(options.output);
+    let report = runtime.block_on(slurp_runtime::run::run(
+        &loaded.program,
+        &options,
+        &mut console,
+    ))?;
+    // A nested instance that succeeded says nothing: its parent reports.
+    let nested = std::env::var_os("SLURP_RUN_DIR").is_some();
+    if !(nested && report.succeeded()) {
+        crate::console::summary(&loaded, &report);
+    }
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else if report.succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Seconds since the epoch and the process id: unique and sortable.
+fn run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs}-{}", std::process::id())
 }

@@ -1,6 +1,7 @@
 //! The `slurp` binary: parses the command line, runs it, exits with its code.
 
 mod cli;
+mod console;
 
 /// Loading a large workflow makes millions of small, short-lived
 /// allocations; mimalloc does them in about half the time glibc's malloc

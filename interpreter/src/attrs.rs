@@ -46,7 +46,7 @@ pub fn parse_count(text: &str, min: u32) -> Result<u32, String> {
     }
 }
 
-/// `512M`, `2G`, `1.5GiB`, `64KB`, `0`. Units are binary (K = 1024).
+/// `512M`, `2G`, `1.5GiB`, `64KB`, `4096B`, `0`. Units are binary (K = 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     if text == "0" {
         return Ok(0);
@@ -56,6 +56,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` has no unit"))?;
     let (number, unit) = text.split_at(split);
     let shift = match unit.trim_end_matches("iB").trim_end_matches('B') {
+        "" if unit == "B" => 0,
         "K" | "k" => 10,
         "M" => 20,
         "G" => 30,

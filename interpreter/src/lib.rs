@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use slurp_grammar::{Diagnostic, Span};
 use slurp_runtime::{Capacity, Program, WorkflowId, amount};
 
-pub use attrs::{KEYS as ATTRIBUTES, POLICIES};
+pub use attrs::{KEYS as ATTRIBUTES, POLICIES, parse_duration, parse_size};
 pub use lower::{MAX_DEPTH, Notes};
 pub use report::{Failure, Problem, SourceFile, Sources};
 

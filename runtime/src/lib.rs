@@ -6,13 +6,15 @@
 //! against. It never parses text.
 
 pub mod core;
+pub mod exec;
 mod ir;
 pub mod jobspec;
 mod resources;
+pub mod run;
 
 pub use ir::{
     Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
     Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
-pub use resources::{Capacity, Shortfall, amount, format_bytes};
+pub use resources::{Capacity, Machine, Shortfall, amount, format_bytes};

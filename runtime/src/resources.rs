@@ -41,16 +41,89 @@ impl fmt::Display for Shortfall {
     }
 }
 
+/// The physical resources behind an instance's logical ids: logical core
+/// `i` of node 0 is CPU `cpus[i]`, logical GPU `i` is device `gpus[i]`.
+/// Logical ids past these lists (an emulated bigger instance) are scheduled
+/// but not bound.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Machine {
+    pub cpus: Vec<usize>,
+    pub gpus: Vec<String>,
+    pub mem: u64,
+}
+
+impl Machine {
+    /// What this process may use: the CPUs of its affinity mask (cut to the
+    /// cgroup's CPU quota), the NVIDIA GPUs it can see (restricted by an
+    /// inherited `CUDA_VISIBLE_DEVICES`), memory bounded by the cgroup.
+    pub fn detect() -> Machine {
+        let mut cpus = affinity();
+        if let Some(quota) = cgroup_cpu_quota()
+            && quota < cpus.len()
+        {
+            cpus.truncate(quota.max(1));
+        }
+        Machine {
+            cpus,
+            gpus: detect_gpus(),
+            mem: detect_memory(),
+        }
+    }
+
+    /// One node of everything detected.
+    pub fn capacity(&self) -> Capacity {
+        Capacity {
+            nodes: 1,
+            cores_per_node: self.cpus.len() as u32,
+            gpus_per_node: self.gpus.len() as u32,
+            mem_per_node: self.mem,
+        }
+    }
+}
+
+/// The CPUs of this process's affinity mask.
+fn affinity() -> Vec<usize> {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    use nix::unistd::Pid;
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => (0..CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+/// Whole CPUs the cgroup lets this process use (`cpu.max`, v2; or
+/// `cfs_quota_us`/`cfs_period_us`, v1), rounded up; `None` if unlimited.
+fn cgroup_cpu_quota() -> Option<usize> {
+    let (quota, period) = match std::fs::read_to_string("/sys/fs/cgroup/cpu.max") {
+        Ok(max) => {
+            let mut parts = max.split_whitespace();
+            (
+                parts.next()?.parse::<f64>().ok()?,
+                parts.next()?.parse::<f64>().ok()?,
+            )
+        }
+        Err(_) => (
+            std::fs::read_to_string("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+                .ok()?
+                .trim()
+                .parse::<f64>()
+                .ok()?,
+            std::fs::read_to_string("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+                .ok()?
+                .trim()
+                .parse::<f64>()
+                .ok()?,
+        ),
+    };
+    (quota > 0.0 && period > 0.0).then(|| (quota / period).ceil() as usize)
+}
+
 impl Capacity {
     /// What this process may use on this machine.
     pub fn detect() -> Capacity {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-        Capacity {
-            nodes: 1,
-            cores_per_node: cores,
-            gpus_per_node: detect_gpus(),
-            mem_per_node: detect_memory(),
-        }
+        Machine::detect().capacity()
     }
 
     pub fn total_cores(&self) -> u64 {
@@ -204,17 +277,23 @@ pub fn format_bytes(n: u64) -> String {
     }
 }
 
-/// NVIDIA GPUs the driver lists, restricted by an inherited
-/// `CUDA_VISIBLE_DEVICES` (an empty value hides them all).
-fn detect_gpus() -> u32 {
-    let listed = std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |dir| dir.count() as u32);
-    match std::env::var("CUDA_VISIBLE_DEVICES") {
-        Ok(visible) => {
-            let visible = visible.split(',').filter(|s| !s.trim().is_empty()).count() as u32;
-            visible.min(listed)
+/// The GPUs this process may use, as `CUDA_VISIBLE_DEVICES` names them:
+/// an inherited `SLURP_GPUS` or `CUDA_VISIBLE_DEVICES` (set by a parent
+/// slurp or a resource manager) wins; otherwise the NVIDIA devices the
+/// driver lists (`/proc/driver/nvidia/gpus`), numbered from 0.
+fn detect_gpus() -> Vec<String> {
+    for var in ["SLURP_GPUS", "CUDA_VISIBLE_DEVICES"] {
+        if let Ok(visible) = std::env::var(var) {
+            return visible
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
-        Err(_) => listed,
     }
+    let listed = std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |dir| dir.count());
+    (0..listed).map(|i| i.to_string()).collect()
 }
 
 /// Total memory, bounded by the cgroup (v2 or v1) limit when there is one.

@@ -163,6 +163,8 @@ struct Slot {
     state: State,
     deps_left: u32,
     attempts: u32,
+    /// Why it is in its state.
+    reason: Reason,
     /// Where the running attempt is and when it started.
     running: Option<(Time, Alloc)>,
 }
@@ -224,6 +226,7 @@ impl Core {
                     state: State::Pending,
                     deps_left,
                     attempts: 0,
+                    reason: Reason::Waiting,
                     running: None,
                 })
                 .collect(),
@@ -280,6 +283,11 @@ impl Core {
         self.slots[task.0 as usize].state
     }
 
+    /// Why the task is in its state (the last transition's reason).
+    pub fn reason(&self, task: TaskId) -> Reason {
+        self.slots[task.0 as usize].reason.clone()
+    }
+
     pub fn attempts(&self, task: TaskId) -> u32 {
         self.slots[task.0 as usize].attempts
     }
@@ -323,6 +331,7 @@ impl Core {
         self.counts[slot.state as usize] -= 1;
         self.counts[to as usize] += 1;
         slot.state = to;
+        slot.reason = reason.clone();
         self.outbox.push(Event::Transition {
             time,
             task: TaskId(task),

@@ -1,0 +1,447 @@
+//! The local executor: the one module that starts processes.
+//!
+//! A task's attempt is `ntasks` copies (ranks) of its command, all in one
+//! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
+//! `SLURP_NTASKS`, bound to its own cores (`sched_setaffinity`) and given
+//! its GPUs in `CUDA_VISIBLE_DEVICES`. Stdin is `/dev/null`. Every child
+//! gets `PR_SET_PDEATHSIG` = SIGKILL, so it dies with slurp even if slurp
+//! itself is killed. A time limit, a cancel or a kill signals the whole
+//! group: SIGTERM, then SIGKILL after the grace period.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, watch};
+
+use crate::core::Outcome;
+use crate::ir::TaskId;
+
+/// Where a task's output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// Each task's output printed whole when it ends (GNU parallel's
+    /// `--group`): never interleaved with another task's.
+    #[default]
+    Group,
+    /// Lines printed as they come, prefixed with the task id.
+    Tag,
+    /// Into files under the run directory.
+    Files,
+    /// Discarded.
+    None,
+}
+
+/// One rank's place.
+#[derive(Debug, Clone, Default)]
+pub struct Rank {
+    /// CPUs to bind to; empty: not bound.
+    pub cpus: Vec<usize>,
+    /// Logical core ids, for `SLURP_CORES`.
+    pub cores: Vec<u32>,
+    /// Device ids for `CUDA_VISIBLE_DEVICES` and `SLURP_GPUS`.
+    pub gpus: Vec<String>,
+}
+
+/// Everything needed to start one attempt of one task.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub task: TaskId,
+    pub attempt: u32,
+    /// The task id users see (`sim[3]`).
+    pub name: String,
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub ranks: Vec<Rank>,
+    pub time_limit: Option<Duration>,
+    pub mode: OutputMode,
+    /// The task's `output=` file (stdout and stderr), or the run
+    /// directory's files in `Files` mode: (stdout, stderr).
+    pub files: Option<(PathBuf, PathBuf)>,
+    pub run_dir: PathBuf,
+    pub grace: Duration,
+}
+
+/// What the driver asks of running tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stop {
+    Run,
+    /// SIGTERM, then SIGKILL after the grace period.
+    Cancel,
+    /// SIGKILL now.
+    Kill,
+}
+
+/// A line of tagged output, or a task's whole output in group mode.
+#[derive(Debug)]
+pub enum Output {
+    Line {
+        task: TaskId,
+        stderr: bool,
+        line: Vec<u8>,
+    },
+}
+
+/// How an attempt ended.
+#[derive(Debug)]
+pub struct Finished {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub outcome: Outcome,
+    pub elapsed: Duration,
+    /// Group mode: the whole output, to print now.
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The last lines of stderr, for the summary.
+    pub stderr_tail: String,
+    /// Why it could not start, if it could not.
+    pub error: Option<String>,
+}
+
+const TAIL_BYTES: usize = 2048;
+
+/// Runs one attempt to its end.
+pub async fn run_attempt(
+    launch: Launch,
+    mut stop: watch::Receiver<Stop>,
+    lines: mpsc::UnboundedSender<Output>,
+) -> Finished {
+    let started = Instant::now();
+    let mut finished = Finished {
+        task: launch.task,
+        attempt: launch.attempt,
+        outcome: Outcome::Success,
+        elapsed: Duration::ZERO,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stderr_tail: String::new(),
+        error: None,
+    };
+    let (children, readers) = match spawn_ranks(&launch, &lines) {
+        Ok(spawned) => spawned,
+        Err(error) => {
+            finished.outcome = Outcome::SpawnError;
+            finished.error = Some(error);
+            finished.elapsed = started.elapsed();
+            return finished;
+        }
+    };
+    let pgid = children
+        .first()
+        .and_then(Child::id)
+        .map(|p| Pid::from_raw(p as i32));
+    let waiting = wait_all(children);
+    tokio::pin!(waiting);
+    let deadline = launch
+        .time_limit
+        .map(|limit| tokio::time::Instant::now() + limit);
+    let mut timed_out = false;
+    let mut cancelled = false;
+    let mut term_sent_at: Option<tokio::time::Instant> = None;
+    let statuses = loop {
+        let kill_at = term_sent_at.map(|t| t + launch.grace);
+        tokio::select! {
+            statuses = &mut waiting => break statuses,
+            _ = sleep_until(deadline), if !timed_out && !cancelled => {
+                timed_out = true;
+                signal_group(pgid, Signal::SIGTERM);
+                term_sent_at = Some(tokio::time::Instant::now());
+            }
+            _ = sleep_until(kill_at), if kill_at.is_some() => {
+                signal_group(pgid, Signal::SIGKILL);
+                term_sent_at = None;
+            }
+            changed = stop.changed() => {
+                let request = if changed.is_ok() { *stop.borrow() } else { Stop::Kill };
+                match request {
+                    Stop::Run => {}
+                    Stop::Cancel => {
+                        cancelled = true;
+                        if term_sent_at.is_none() {
+                            signal_group(pgid, Signal::SIGTERM);
+                            term_sent_at = Some(tokio::time::Instant::now());
+                        }
+                    }
+                    Stop::Kill => {
+                        cancelled = true;
+                        signal_group(pgid, Signal::SIGKILL);
+                        term_sent_at = None;
+                    }
+                }
+            }
+        }
+    };
+    // Whatever the ranks left behind in their group goes too.
+    signal_group(pgid, Signal::SIGKILL);
+    let (stdout, stderr) = readers.await;
+    finished.stdout = stdout;
+    finished.stderr_tail = tail(&stderr);
+    finished.stderr = stderr;
+    finished.elapsed = started.elapsed();
+    finished.outcome = if timed_out {
+        Outcome::Timeout
+    } else if cancelled {
+        Outcome::Cancelled
+    } else {
+        statuses
+    };
+    finished
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // The group may be gone already; that is the goal, not an error.
+        let _ = killpg(pgid, signal);
+    }
+}
+
+/// Waits for every rank; the outcome is the first failure, by rank order.
+async fn wait_all(children: Vec<Child>) -> Outcome {
+    let mut outcome = Outcome::Success;
+    for mut child in children {
+        let status = child.wait().await;
+        let this = match status {
+            Ok(status) => match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                (Some(0), _) => Outcome::Success,
+                (Some(code), _) => Outcome::Exit(code),
+                (None, Some(sig)) => Outcome::Signal(sig),
+                (None, None) => Outcome::Exit(-1),
+            },
+            Err(_) => Outcome::Exit(-1),
+        };
+        if outcome == Outcome::Success {
+            outcome = this;
+        }
+    }
+    outcome
+}
+
+type Readers = std::pin::Pin<Box<dyn Future<Output = (Vec<u8>, Vec<u8>)> + Send>>;
+
+fn spawn_ranks(
+    launch: &Launch,
+    lines: &mpsc::UnboundedSender<Output>,
+) -> Result<(Vec<Child>, Readers), String> {
+    let Some((program, args)) = launch.argv.split_first() else {
+        return Err("empty command".to_owned());
+    };
+    let ntasks = launch.ranks.len().to_string();
+    let mut children: Vec<Child> = Vec::with_capacity(launch.ranks.len());
+    let mut out_readers = Vec::new();
+    let mut err_readers = Vec::new();
+    let files = match &launch.files {
+        Some((out, err)) => {
+            Some(open_files(out, err).map_err(|e| format!("cannot open output file: {e}"))?)
+        }
+        None => None,
+    };
+    for (rank, place) in launch.ranks.iter().enumerate() {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args)
+            .current_dir(&launch.cwd)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .env("SLURP_TASK_ID", &launch.name)
+            .env("SLURP_TASK_RANK", rank.to_string())
+            .env("SLURP_NTASKS", &ntasks)
+            .env("SLURP_CORES", join(&place.cores))
+            .env("SLURP_GPUS", place.gpus.join(","))
+            .env("CUDA_VISIBLE_DEVICES", place.gpus.join(","))
+            .env("SLURP_RUN_DIR", &launch.run_dir)
+            .stdin(Stdio::null());
+        cmd.process_group(children.first().and_then(Child::id).map_or(0, |p| p as i32));
+        let (out, err) = match (&files, launch.mode) {
+            (Some((out, err)), _) => (Stdio::from(clone_file(out)?), Stdio::from(clone_file(err)?)),
+            (None, OutputMode::None) => (Stdio::null(), Stdio::piped()),
+            (None, _) => (Stdio::piped(), Stdio::piped()),
+        };
+        cmd.stdout(out).stderr(err);
+        let cpus = place.cpus.clone();
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs in the forked child before exec and only
+        // makes two system calls, both async-signal-safe; it allocates
+        // nothing (the CPU set is built on the stack).
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+                if !cpus.is_empty() {
+                    let mut set = nix::sched::CpuSet::new();
+                    for &cpu in &cpus {
+                        set.set(cpu).map_err(std::io::Error::from)?;
+                    }
+                    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
+                        .map_err(std::io::Error::from)?;
+                }
+                Ok(())
+            });
+        }
+        let mut child = match Command::from(cmd).kill_on_drop(true).spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                for c in &children {
+                    signal_group(c.id().map(|p| Pid::from_raw(p as i32)), Signal::SIGKILL);
+                }
+                return Err(format!(
+                    "cannot run `{program}`: {}",
+                    spawn_reason(&error, &launch.cwd)
+                ));
+            }
+        };
+        if let Some(stdout) = child.stdout.take() {
+            out_readers.push(read_stream(
+                stdout,
+                launch.mode,
+                launch.task,
+                false,
+                lines.clone(),
+            ));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            err_readers.push(read_stream(
+                stderr,
+                launch.mode,
+                launch.task,
+                true,
+                lines.clone(),
+            ));
+        }
+        children.push(child);
+    }
+    let readers: Readers = Box::pin(async move {
+        let mut stdout = Vec::new();
+        for r in out_readers {
+            stdout.extend(r.await.unwrap_or_default());
+        }
+        let mut stderr = Vec::new();
+        for r in err_readers {
+            stderr.extend(r.await.unwrap_or_default());
+        }
+        (stdout, stderr)
+    });
+    Ok((children, readers))
+}
+
+fn spawn_reason(error: &std::io::Error, cwd: &std::path::Path) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound if !cwd.is_dir() => {
+            format!("working directory `{}` does not exist", cwd.display())
+        }
+        std::io::ErrorKind::NotFound => "no such program".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => error.to_string(),
+    }
+}
+
+fn join(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn open_files(
+    out: &std::path::Path,
+    err: &std::path::Path,
+) -> std::io::Result<(std::fs::File, std::fs::File)> {
+    for p in [out, err] {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    let open = |p: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+    };
+    let out_file = open(out)?;
+    let err_file = if err == out {
+        out_file.try_clone()?
+    } else {
+        open(err)?
+    };
+    Ok((out_file, err_file))
+}
+
+fn clone_file(f: &std::fs::File) -> Result<std::fs::File, String> {
+    f.try_clone()
+        .map_err(|e| format!("cannot open output file: {e}"))
+}
+
+/// Reads one stream: kept whole (group), or sent line by line (tag), or
+/// only its tail kept (none). Returns what is kept.
+fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
+    stream: R,
+    mode: OutputMode,
+    task: TaskId,
+    stderr: bool,
+    lines: mpsc::UnboundedSender<Output>,
+) -> tokio::task::JoinHandle<Vec<u8>> {
+    tokio::spawn(async move {
+        let mut kept = Vec::new();
+        match mode {
+            OutputMode::Tag => {
+                let mut reader = BufReader::new(stream);
+                let mut line = Vec::new();
+                loop {
+                    line.clear();
+                    match reader.read_until(b'\n', &mut line).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if stderr {
+                                keep_tail(&mut kept, &line);
+                            }
+                            let _ = lines.send(Output::Line {
+                                task,
+                                stderr,
+                                line: line.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            OutputMode::Group => {
+                let mut stream = stream;
+                let _ = stream.read_to_end(&mut kept).await;
+            }
+            OutputMode::None | OutputMode::Files => {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    keep_tail(&mut kept, &buf[..n]);
+                }
+            }
+        }
+        kept
+    })
+}
+
+fn keep_tail(kept: &mut Vec<u8>, more: &[u8]) {
+    kept.extend_from_slice(more);
+    if kept.len() > 2 * TAIL_BYTES {
+        kept.drain(..kept.len() - TAIL_BYTES);
+    }
+}
+
+/// The last lines of stderr, at most about 2 KiB, as text.
+pub fn tail(stderr: &[u8]) -> String {
+    let start = stderr.len().saturating_sub(TAIL_BYTES);
+    let text = String::from_utf8_lossy(&stderr[start..]);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
