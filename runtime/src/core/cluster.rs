@@ -116,8 +116,8 @@ impl Cluster {
         if request.gpus > 0 {
             fit = fit.min(node.free_gpus.len() as u64 / request.gpus as u64);
         }
-        if request.mem > 0 {
-            fit = fit.min(node.free_mem / request.mem);
+        if let Some(by_mem) = node.free_mem.checked_div(request.mem) {
+            fit = fit.min(by_mem);
         }
         fit
     }
@@ -245,7 +245,7 @@ struct IdSet {
 impl IdSet {
     fn full(n: u32) -> Self {
         let mut words = vec![u64::MAX; n.div_ceil(64) as usize];
-        if n % 64 != 0
+        if !n.is_multiple_of(64)
             && let Some(last) = words.last_mut()
         {
             *last = (1u64 << (n % 64)) - 1;

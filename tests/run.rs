@@ -1,0 +1,324 @@
+//! `slurp FILE`: real processes on this machine — what they print, where
+//! they run, what they are told, and how the run ends.
+
+mod common;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{Test, binary, repo};
+
+/// Lines of stdout, counted.
+fn counts(stdout: &str) -> BTreeMap<&str, usize> {
+    let mut counts = BTreeMap::new();
+    for line in stdout.lines() {
+        *counts.entry(line).or_default() += 1;
+    }
+    counts
+}
+
+#[test]
+fn naval_prints_what_the_proof_of_concept_printed() {
+    let test = Test::new()
+        .file(
+            "a.slurp",
+            std::fs::read_to_string(repo().join("examples/naval/a.slurp")).unwrap(),
+        )
+        .file(
+            "b.slurp",
+            std::fs::read_to_string(repo().join("examples/naval/b.slurp")).unwrap(),
+        );
+    let run = test.args(&["--cores", "8", "a.slurp"]).run().success();
+    let expected: BTreeMap<&str, usize> = [
+        ("a: job 1", 6),
+        ("a: job 2", 4),
+        ("a: job 3", 2),
+        ("a: job 4", 4),
+        ("b: job 1", 4),
+        ("b: job 2", 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts(&run.stdout), expected);
+    // Group output: each task's lines come together, never interleaved.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    for label in expected.keys() {
+        let first = lines.iter().position(|l| l == label).unwrap();
+        let n = expected[label];
+        assert!(
+            lines[first..first + n].iter().all(|l| l == label),
+            "{label} split up:\n{}",
+            run.stdout
+        );
+    }
+    run.stderr_has(&["slurp: 5 tasks: 5 succeeded"]);
+}
+
+#[test]
+fn ranks_are_told_their_rank_count_task_and_cores() {
+    let run = Test::new()
+        .file("w.slurp", "task t ntasks=2 cores=1: sh -c 'echo $SLURP_TASK_ID $SLURP_TASK_RANK/$SLURP_NTASKS cores=$SLURP_CORES run=${SLURP_RUN_DIR:+set}'\n")
+        .args(&["--cores", "4", "--no-bind", "w.slurp"])
+        .run()
+        .success();
+    let mut lines: Vec<&str> = run.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["t 0/2 cores=0 run=set", "t 1/2 cores=1 run=set"]);
+}
+
+#[test]
+fn gpus_are_given_in_cuda_visible_devices() {
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task g[i=1..2] gpus=1 time=10s: sh -c 'sleep 0.3; echo gpu=$CUDA_VISIBLE_DEVICES'\n",
+        )
+        .args(&["--cores", "2", "--gpus", "2", "w.slurp"])
+        .run()
+        .success();
+    let mut lines: Vec<&str> = run.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["gpu=0", "gpu=1"],
+        "two concurrent tasks get different GPUs"
+    );
+}
+
+#[test]
+fn each_task_is_bound_to_its_own_cores() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: needs 2 CPUs, this machine has {cpus}");
+        return;
+    }
+    let run = Test::new()
+        .file("w.slurp", "task t[i=1..2] time=10s: sh -c 'grep Cpus_allowed_list /proc/self/status; sleep 0.3'\n")
+        .args(&["--cores", "2", "w.slurp"])
+        .run()
+        .success();
+    let mut lists: Vec<&str> = run
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    lists.sort();
+    lists.dedup();
+    assert_eq!(
+        lists.len(),
+        2,
+        "two tasks on two different single CPUs: {}",
+        run.stdout
+    );
+    assert!(
+        lists.iter().all(|l| l.parse::<usize>().is_ok()),
+        "each bound to one CPU: {lists:?}"
+    );
+}
+
+#[test]
+fn emulated_cores_beyond_the_machine_are_scheduled_but_not_bound() {
+    let run = Test::new()
+        .file("w.slurp", "64 0 sh -c 'echo $SLURP_TASK_RANK'\n")
+        .args(&["--cores", "64", "w.slurp"])
+        .run()
+        .success();
+    assert_eq!(run.stdout.lines().count(), 64);
+}
+
+#[test]
+fn plain_lines_shell_lines_and_stdin() {
+    let run = Test::new()
+        .file("w.slurp", "echo plain\necho a-b | tr - +\ncat\n")
+        .args(&["w.slurp"])
+        .run()
+        .success();
+    let mut lines: Vec<&str> = run.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["a+b", "plain"],
+        "cat reads /dev/null, not the terminal"
+    );
+}
+
+#[test]
+fn a_failing_dependency_skips_its_dependents_and_the_run_exits_1() {
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task a: sh -c 'echo oops >&2; exit 3'\ntask b after=a: echo b\ntask c: echo c\n",
+        )
+        .args(&["w.slurp"])
+        .run();
+    assert_eq!(run.status, 1);
+    assert_eq!(run.stdout.trim(), "c");
+    run.stderr_has(&[
+        "slurp: 3 tasks: 1 succeeded, 1 failed, 1 skipped",
+        "failed    a  exit status 3  (w.slurp:1)",
+        "| oops",
+        "skipped   b  dependency `a` did not succeed  (w.slurp:2)",
+    ]);
+}
+
+#[test]
+fn retries_rerun_a_failed_task() {
+    let run = Test::new()
+        .file("w.slurp", "task flaky retries=2: sh -c 'n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; [ $n -ge 1 ]'\n")
+        .args(&["w.slurp"])
+        .run()
+        .success();
+    run.stderr_has(&["1 succeeded"]);
+}
+
+#[test]
+fn a_task_past_its_time_limit_is_stopped_even_if_it_ignores_sigterm() {
+    let start = Instant::now();
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task slow time=1s: sh -c 'trap \"\" TERM; sleep 30'\n",
+        )
+        .args(&["--grace", "1s", "w.slurp"])
+        .run();
+    let took = start.elapsed();
+    assert_eq!(run.status, 1);
+    run.stderr_has(&["timeout   slow  ran past its time limit"]);
+    assert!(
+        took < Duration::from_secs(10),
+        "took {took:?}: SIGKILL after the grace period"
+    );
+    assert!(
+        took >= Duration::from_secs(2),
+        "took {took:?}: limit 1 s plus grace 1 s"
+    );
+}
+
+#[test]
+fn halt_soon_starts_nothing_after_a_failure() {
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task bad: false\ntask later[i=1..5] after=bad_never_mind: true\n"
+                .replace("after=bad_never_mind", "cores=2"),
+        )
+        .args(&[
+            "--cores", "2", "--halt", "soon", "--policy", "fcfs", "w.slurp",
+        ])
+        .run();
+    assert_eq!(run.status, 1);
+    run.stderr_has(&[
+        "1 failed",
+        "5 cancelled",
+        "not started: the run was stopped",
+    ]);
+}
+
+#[test]
+fn a_program_that_does_not_exist_fails_with_the_reason() {
+    let run = Test::new()
+        .file("w.slurp", "no-such-program-x\n")
+        .args(&["w.slurp"])
+        .run();
+    assert_eq!(run.status, 1);
+    run.stderr_has(&["cannot run `no-such-program-x`: no such program"]);
+}
+
+#[test]
+fn output_modes_tag_files_none() {
+    let tag = Test::new()
+        .file("w.slurp", "task a: sh -c 'echo one; echo two'\n")
+        .args(&["--output", "tag", "w.slurp"])
+        .run()
+        .success();
+    assert_eq!(tag.stdout, "[a] one\n[a] two\n");
+    let test = Test::new().file("w.slurp", "task a: sh -c 'echo out; echo err >&2'\n");
+    let dir = test.path().to_path_buf();
+    // Keep the directory alive while its files are read.
+    let test = test.args(&["--output", "files", "w.slurp"]);
+    let files = test.run().success();
+    assert!(files.stdout.is_empty());
+    let runs: Vec<_> = std::fs::read_dir(dir.join(".slurp/runs"))
+        .unwrap()
+        .flatten()
+        .collect();
+    let out = runs[0].path().join("out");
+    assert_eq!(std::fs::read_to_string(out.join("a.out")).unwrap(), "out\n");
+    assert_eq!(std::fs::read_to_string(out.join("a.err")).unwrap(), "err\n");
+    let none = Test::new()
+        .file("w.slurp", "echo hidden\n")
+        .args(&["--output", "none", "w.slurp"])
+        .run()
+        .success();
+    assert!(none.stdout.is_empty());
+}
+
+#[test]
+fn invalid_workflows_run_nothing_and_exit_2() {
+    let test = Test::new().file("w.slurp", "touch ran\ntask b after=nope: touch ran2\n");
+    let dir = test.path().to_path_buf();
+    let test = test.args(&["w.slurp"]);
+    test.run().invalid().stderr_has(&["no task named `nope`"]);
+    assert!(
+        !dir.join("ran").exists(),
+        "a workflow with a mistake must not half-run"
+    );
+}
+
+/// SIGINT mid-run: every task's process group is stopped, nothing of the
+/// run survives, and slurp exits 130 with its summary.
+#[test]
+fn interrupt_leaves_no_process_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.slurp"), "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n").unwrap();
+    let child = std::process::Command::new(binary())
+        .args(["--cores", "2", "w.slurp"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_files = [dir.path().join("pid.1"), dir.path().join("pid.2")];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_files
+        .iter()
+        .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
+    {
+        assert!(Instant::now() < deadline, "tasks did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids: Vec<i32> = pid_files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
+        .collect();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("slurp: interrupted"), "{stderr}");
+    // The shells and their `sleep` children, found by process group.
+    for pid in pids {
+        assert!(
+            !alive_in_group(pid),
+            "process group {pid} still has live processes"
+        );
+    }
+}
+
+/// Whether any live (non-zombie) process is in process group `pgid`.
+fn alive_in_group(pgid: i32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name: state, ppid, pgrp, …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+    })
+}
