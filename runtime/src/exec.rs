@@ -3,10 +3,13 @@
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
 //! `SLURP_NTASKS`, bound to its own cores (`sched_setaffinity`) and given
-//! its GPUs in `CUDA_VISIBLE_DEVICES`. Stdin is `/dev/null`. Every child
-//! gets `PR_SET_PDEATHSIG` = SIGKILL, so it dies with slurp even if slurp
-//! itself is killed. A time limit, a cancel or a kill signals the whole
-//! group: SIGTERM, then SIGKILL after the grace period.
+//! its GPUs in `CUDA_VISIBLE_DEVICES`. Stdin is `/dev/null`. A time limit,
+//! a cancel or a kill signals the whole group: SIGTERM, then SIGKILL after
+//! the grace period; when an attempt ends, whatever is left in its group is
+//! killed. Children are spawned without a pre-exec hook (so with
+//! posix_spawn, not fork): there is no parent-death signal, and a slurp
+//! killed with SIGKILL — the one signal it cannot handle — leaves its
+//! running tasks behind.
 
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
@@ -271,26 +274,15 @@ fn spawn_ranks(
             (None, _) => (Stdio::piped(), Stdio::piped()),
         };
         cmd.stdout(out).stderr(err);
-        let cpus = place.cpus.clone();
-        #[allow(unsafe_code)]
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes two system calls, both async-signal-safe; it allocates
-        // nothing (the CPU set is built on the stack).
-        unsafe {
-            cmd.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-                if !cpus.is_empty() {
-                    let mut set = nix::sched::CpuSet::new();
-                    for &cpu in &cpus {
-                        set.set(cpu).map_err(std::io::Error::from)?;
-                    }
-                    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
-                        .map_err(std::io::Error::from)?;
-                }
-                Ok(())
-            });
-        }
-        let mut child = match Command::from(cmd).kill_on_drop(true).spawn() {
+        // Binding without a pre-exec hook: the child inherits the spawning
+        // thread's CPU mask from its first instruction, so the thread takes
+        // the rank's mask just for the spawn. Without a hook, std spawns
+        // with posix_spawn (vfork-like), several times cheaper than fork
+        // for slurp, whose address space would otherwise be copied.
+        let _bound = bind_thread(&place.cpus);
+        let spawned = Command::from(cmd).kill_on_drop(true).spawn();
+        drop(_bound);
+        let mut child = match spawned {
             Ok(child) => child,
             Err(error) => {
                 for c in &children {
@@ -334,6 +326,36 @@ fn spawn_ranks(
         (stdout, stderr)
     });
     Ok((children, readers))
+}
+
+/// Restores the thread's CPU mask when dropped.
+struct ThreadMask(Option<nix::sched::CpuSet>);
+
+impl Drop for ThreadMask {
+    fn drop(&mut self) {
+        if let Some(set) = self.0.take() {
+            let _ = nix::sched::sched_setaffinity(Pid::from_raw(0), &set);
+        }
+    }
+}
+
+/// Binds the calling thread to `cpus` until the guard is dropped; no-op for
+/// an empty list.
+fn bind_thread(cpus: &[usize]) -> ThreadMask {
+    if cpus.is_empty() {
+        return ThreadMask(None);
+    }
+    let Ok(old) = nix::sched::sched_getaffinity(Pid::from_raw(0)) else {
+        return ThreadMask(None);
+    };
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        let _ = set.set(cpu);
+    }
+    match nix::sched::sched_setaffinity(Pid::from_raw(0), &set) {
+        Ok(()) => ThreadMask(Some(old)),
+        Err(_) => ThreadMask(None),
+    }
 }
 
 fn spawn_reason(error: &std::io::Error, cwd: &std::path::Path) -> String {
