@@ -69,6 +69,9 @@ pub struct Launch {
     pub files: Option<(PathBuf, PathBuf)>,
     pub run_dir: PathBuf,
     pub grace: Duration,
+    /// Give up the CPU right after spawning: worth it when this is the only
+    /// task running (a chain of dependencies), harmful when others compete.
+    pub yield_after_spawn: bool,
 }
 
 /// What the driver asks of running tasks.
@@ -266,11 +269,11 @@ fn spawn_ranks(
             .env("SLURP_GPUS", place.gpus.join(","))
             .env("CUDA_VISIBLE_DEVICES", place.gpus.join(","))
             .env("SLURP_RUN_DIR", &launch.run_dir)
-            .stdin(Stdio::null());
+            .stdin(dev_null()?);
         cmd.process_group(children.first().and_then(Child::id).map_or(0, |p| p as i32));
         let (out, err) = match (&files, launch.mode) {
             (Some((out, err)), _) => (Stdio::from(clone_file(out)?), Stdio::from(clone_file(err)?)),
-            (None, OutputMode::None) => (Stdio::null(), Stdio::piped()),
+            (None, OutputMode::None) => (dev_null()?, Stdio::piped()),
             (None, _) => (Stdio::piped(), Stdio::piped()),
         };
         cmd.stdout(out).stderr(err);
@@ -279,9 +282,16 @@ fn spawn_ranks(
         // the rank's mask just for the spawn. Without a hook, std spawns
         // with posix_spawn (vfork-like), several times cheaper than fork
         // for slurp, whose address space would otherwise be copied.
-        let _bound = bind_thread(&place.cpus);
+        let bound = bind_thread(&place.cpus);
         let spawned = Command::from(cmd).kill_on_drop(true).spawn();
-        drop(_bound);
+        if bound.0.is_some() && launch.yield_after_spawn {
+            drop(bound);
+            // This thread now sits on the child's CPU; with nothing else to
+            // do, give it up so the child starts at once.
+            std::thread::yield_now();
+        } else {
+            drop(bound);
+        }
         let mut child = match spawned {
             Ok(child) => child,
             Err(error) => {
@@ -328,6 +338,25 @@ fn spawn_ranks(
     Ok((children, readers))
 }
 
+/// `/dev/null`, opened once and shared: one `dup` per use instead of an
+/// `open` and a `close` per spawn.
+fn dev_null() -> Result<Stdio, String> {
+    static DEV_NULL: std::sync::OnceLock<std::io::Result<std::fs::File>> =
+        std::sync::OnceLock::new();
+    match DEV_NULL.get_or_init(|| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+    }) {
+        Ok(file) => file
+            .try_clone()
+            .map(Stdio::from)
+            .map_err(|e| format!("cannot open /dev/null: {e}")),
+        Err(e) => Err(format!("cannot open /dev/null: {e}")),
+    }
+}
+
 /// Restores the thread's CPU mask when dropped.
 struct ThreadMask(Option<nix::sched::CpuSet>);
 
@@ -345,7 +374,11 @@ fn bind_thread(cpus: &[usize]) -> ThreadMask {
     if cpus.is_empty() {
         return ThreadMask(None);
     }
-    let Ok(old) = nix::sched::sched_getaffinity(Pid::from_raw(0)) else {
+    // The thread's own mask does not change between spawns: read it once.
+    thread_local! {
+        static MASK: Option<nix::sched::CpuSet> = nix::sched::sched_getaffinity(Pid::from_raw(0)).ok();
+    }
+    let Some(old) = MASK.with(|m| *m) else {
         return ThreadMask(None);
     };
     let mut set = nix::sched::CpuSet::new();

@@ -114,7 +114,8 @@ pub async fn run(
                 ..
             } = &event
             {
-                let launch = launch(program, opts, *task, *attempt, alloc);
+                let mut launch = launch(program, opts, *task, *attempt, alloc);
+                launch.yield_after_spawn = core.running_count() == 1;
                 let (stop, done, lines) = (stop_rx.clone(), done_tx.clone(), line_tx.clone());
                 tokio::spawn(async move {
                     let finished = exec::run_attempt(launch, stop, lines).await;
@@ -305,6 +306,7 @@ fn launch(
         files,
         run_dir: opts.run_dir.clone(),
         grace: opts.grace,
+        yield_after_spawn: false,
     }
 }
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Launch throughput and dependency latency, slurp against its peers, in one
+# run on one machine (this machine is shared and noisy: compare ratios).
+#
+#   bench/peers.sh [N_TASKS] [CHAIN_LENGTH]     (defaults: 10000 2000)
+#
+# Needs GNU parallel (`apt-get install parallel`); builds slurp in release.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-10000}
+chain=${2:-2000}
+cargo build --release -q
+slurp=$PWD/target/release/slurp
+command -v parallel >/dev/null || { echo "GNU parallel is missing: apt-get install parallel" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+seconds() { # runs "$@", prints wall seconds
+  local start end
+  start=$(date +%s.%N)
+  "$@" >/dev/null 2>&1
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc -l
+}
+ratio() { echo "scale=2; $1 / $2" | bc -l; }
+
+seq "$n" | sed 's/.*/true/' > tasks.slurp
+cores=$(nproc)
+t_xargs=$(seconds sh -c "seq $n | xargs -P$cores -n1 true")
+t_parallel=$(seconds sh -c "seq $n | parallel -j$cores true")
+t_slurp=$(seconds "$slurp" tasks.slurp)
+echo "launch: $n tasks of true on $cores cores"
+printf '  xargs -P%s     %7.2f s\n' "$cores" "$t_xargs"
+printf '  parallel -j%s  %7.2f s\n' "$cores" "$t_parallel"
+printf '  slurp          %7.2f s   %sx xargs, %sx parallel\n' "$t_slurp" "$(ratio "$t_slurp" "$t_xargs")" "$(ratio "$t_slurp" "$t_parallel")"
+
+{
+  echo "task t1: true"
+  for i in $(seq 2 "$chain"); do echo "task t$i after=t$((i - 1)): true"; done
+} > chain.slurp
+t_loop_exec=$(seconds sh -c "for i in \$(seq $chain); do /bin/true; done")
+t_chain=$(seconds "$slurp" chain.slurp)
+echo "chain: $chain tasks, each after the previous one"
+printf '  shell loop     %7.2f s\n' "$t_loop_exec"
+printf '  slurp          %7.2f s   %sx the loop\n' "$t_chain" "$(ratio "$t_chain" "$t_loop_exec")"
