@@ -92,6 +92,21 @@ fn main() {
     }
     let render = start.elapsed();
 
+    // The scheduler core over the same million tasks, all queued.
+    let loaded = load(&path, &opts).unwrap_or_else(|f| panic!("{:?}", f.problems));
+    let before_core = peak_rss_kib();
+    let mut core = slurp_runtime::core::Core::for_workflow(
+        opts.capacity,
+        slurp_runtime::core::PolicyKind::Easy,
+        loaded.program.root(),
+        slurp_runtime::core::Time(0),
+    );
+    core.schedule(slurp_runtime::core::Time(0));
+    let queued = core.counts().iter().sum::<usize>() - core.running_count();
+    let events = core.drain().count();
+    let core_peak = peak_rss_kib();
+    drop(core);
+
     println!(
         "file            {} lines, {:.1} MiB",
         LEGACY + PLAIN + 3,
@@ -106,6 +121,11 @@ fn main() {
     println!(
         "peak RSS growth {:.1} MiB  ({per_task:.0} bytes per task)",
         (peak - before) as f64 / 1024.0
+    );
+    println!(
+        "core with {queued} queued: peak RSS {:.1} MiB for the whole process ({:.1} MiB more than the loaded IR; {events} events)",
+        core_peak as f64 / 1024.0,
+        core_peak.saturating_sub(before_core) as f64 / 1024.0
     );
     println!(
         "render all jobspecs to JSON {:.3} s  ({:.2} µs per task)",

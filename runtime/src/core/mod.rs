@@ -180,6 +180,9 @@ pub struct Core {
     dependents: Vec<u32>,
     /// Runnable tasks in policy order.
     queue: BTreeSet<(u64, u32)>,
+    /// The same tasks by time limit in seconds (`u64::MAX`: unbounded), so
+    /// backfilling finds the tasks that end before a reservation directly.
+    by_limit: BTreeSet<(u64, u32)>,
     /// Running tasks by estimated end.
     running: BTreeSet<(Time, u32)>,
     outbox: Vec<Event>,
@@ -233,6 +236,7 @@ impl Core {
             offsets,
             dependents,
             queue: BTreeSet::new(),
+            by_limit: BTreeSet::new(),
             running: BTreeSet::new(),
             outbox: Vec::new(),
             halted: false,
@@ -342,8 +346,14 @@ impl Core {
 
     fn make_runnable(&mut self, now: Time, task: u32) {
         let key = self.policy.key(&self.slots[task as usize].job);
-        self.queue.insert((key, task));
+        self.enqueue(key, task);
         self.set_state(now, task, State::Runnable, Reason::Ready);
+    }
+
+    fn enqueue(&mut self, key: u64, task: u32) {
+        self.queue.insert((key, task));
+        let limit = self.slots[task as usize].job.time_limit.unwrap_or(u64::MAX);
+        self.by_limit.insert((limit, task));
     }
 
     /// Starts what the policy says can start now.
@@ -361,6 +371,8 @@ impl Core {
         };
         let key = self.policy.key(&self.slots[task as usize].job);
         self.queue.remove(&(key, task));
+        let limit = self.slots[task as usize].job.time_limit.unwrap_or(u64::MAX);
+        self.by_limit.remove(&(limit, task));
         let slot = &mut self.slots[task as usize];
         slot.attempts += 1;
         let attempt = slot.attempts;
@@ -415,7 +427,7 @@ impl Core {
             _ if retry => {
                 let attempt = self.slots[t as usize].attempts;
                 let key = self.policy.key(&self.slots[t as usize].job);
-                self.queue.insert((key, t));
+                self.enqueue(key, t);
                 self.set_state(now, t, State::Runnable, Reason::Retry { attempt });
             }
             _ => {
@@ -457,6 +469,7 @@ impl Core {
             })
             .collect();
         self.queue.clear();
+        self.by_limit.clear();
         for t in waiting {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
         }

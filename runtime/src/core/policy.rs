@@ -5,9 +5,11 @@
 //! - `sjf`: shortest time limit first (tasks without one last), strict.
 //! - `easy` (the default): FCFS order; when the head does not fit it gets a
 //!   reservation — the earliest time running tasks' time limits free enough
-//!   for it — and later tasks start now only if they end before it or use
-//!   only what the head will not need then. A task without `time` is
-//!   unbounded: it can only use what the head will not need.
+//!   for it — and later tasks start now only if they end before it
+//!   (shortest first: found in a time-limit index, so a deep queue costs
+//!   nothing when none qualifies) or, in queue order, use only what the head
+//!   will not need then. A task without `time` is unbounded: it can only use
+//!   what the head will not need.
 //! - `conservative`: every waiting task gets a reservation in order; a task
 //!   starts now only if that delays no earlier reservation.
 //!
@@ -17,6 +19,7 @@
 //! (Slurm's `bf_max_job_test`), so a decision stays cheap with a deep queue.
 
 use std::fmt;
+use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use super::{Amounts, Cluster, Core, Job, Time};
 
@@ -84,10 +87,6 @@ impl PolicyKind {
     }
 }
 
-fn estimate_end(now: Time, job: &Job) -> Time {
-    job.time_limit.map_or(Time::NEVER, |s| now.plus_secs(s))
-}
-
 /// Starts the tasks the policy picks, on the core.
 pub(super) fn select(core: &mut Core, now: Time) {
     // Heads that fit start in order under every policy.
@@ -136,29 +135,64 @@ impl Core {
 }
 
 fn easy(core: &mut Core, now: Time) {
+    // Nothing can start on a full instance: skip the reservation.
+    if core.cluster.free().cores == 0 {
+        return;
+    }
     let Some((head, shadow, mut projected)) = core.reservation(now) else {
         return;
     };
-    let candidates: Vec<u32> = core
-        .queue
-        .iter()
-        .map(|&(_, t)| t)
-        .filter(|&t| t != head)
-        .take(BACKFILL_DEPTH)
-        .collect();
-    for t in candidates {
+    // First the tasks that end before the reservation, shortest first: they
+    // are a range of the time-limit index, so a deep queue costs nothing
+    // when none qualifies.
+    if shadow != Time::NEVER {
+        let slack = (shadow.0 - now.0) / 1000;
+        let mut from = Included((0, 0));
+        for _ in 0..BACKFILL_DEPTH {
+            if core.cluster.free().cores == 0 {
+                break;
+            }
+            let Some(&(limit, t)) = core
+                .by_limit
+                .range((from, Included((slack, u32::MAX))))
+                .next()
+            else {
+                break;
+            };
+            from = Excluded((limit, t));
+            if t != head && core.cluster.fits(&core.slots[t as usize].job.request) {
+                core.start(now, t);
+            }
+        }
+    }
+    // Then, in queue order, tasks that run past the reservation, on what the
+    // head leaves spare then — when it leaves any.
+    if shadow != Time::NEVER && projected.free().cores == 0 {
+        return;
+    }
+    let mut cursor = (core.policy.key(&core.slots[head as usize].job), head);
+    for _ in 0..BACKFILL_DEPTH {
         if core.cluster.free().cores == 0 {
             break;
         }
+        let Some(&next) = core.queue.range((Excluded(cursor), Unbounded)).next() else {
+            break;
+        };
+        cursor = next;
+        let t = next.1;
         let job = &core.slots[t as usize].job;
+        if shadow == Time::NEVER && job.time_limit.is_some() {
+            // The head waits on an unbounded task: bounded tasks cannot
+            // delay a reservation that has no time.
+            if core.cluster.fits(&job.request) {
+                core.start(now, t);
+            }
+            continue;
+        }
         let Some(plan) = core.cluster.plan(&job.request) else {
             continue;
         };
-        let ends_in_time = estimate_end(now, job) <= shadow && shadow != Time::NEVER
-            || shadow == Time::NEVER && job.time_limit.is_some();
-        if ends_in_time {
-            core.start(now, t);
-        } else if projected.fits_plan(&plan, &job.request) {
+        if projected.fits_plan(&plan, &job.request) {
             // Still running at the reservation: it must leave the head's
             // resources free then, on the same nodes it takes now.
             projected.take_plan(&plan, &job.request);
@@ -242,6 +276,9 @@ impl Profile {
 }
 
 fn conservative(core: &mut Core, now: Time) {
+    if core.cluster.free().cores == 0 {
+        return;
+    }
     let mut profile = Profile::new(core, now);
     let queued: Vec<u32> = core
         .queue
@@ -250,6 +287,11 @@ fn conservative(core: &mut Core, now: Time) {
         .take(CONSERVATIVE_DEPTH)
         .collect();
     for t in queued {
+        // Reservations only decide what starts now; once nothing can, the
+        // rest of the queue cannot change that.
+        if core.cluster.free().cores == 0 {
+            break;
+        }
         let job = &core.slots[t as usize].job;
         let need = Amounts::of(&job.request);
         let length = job.time_limit.map_or(u64::MAX, |s| s.saturating_mul(1000));

@@ -1,0 +1,86 @@
+//! Scheduler decision cost: with 100,000 tasks queued, one task ends and
+//! the core decides what starts in its place, on a fake clock.
+//!
+//!     cargo bench --bench core
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use slurp_runtime::core::{Core, Event, Job, Outcome, PolicyKind, Time};
+use slurp_runtime::{Capacity, Request, TaskId};
+
+const QUEUED: usize = 100_000;
+const CAPACITY: Capacity = Capacity {
+    nodes: 1,
+    cores_per_node: 64,
+    gpus_per_node: 0,
+    mem_per_node: 64 << 30,
+};
+
+/// 100,000 queued single-core tasks with mixed time limits, 64 running.
+fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
+    let jobs = (0..QUEUED + 64)
+        .map(|i| Job {
+            request: Request {
+                ntasks: 1,
+                cores: 1 + (i % 3 == 0) as u32,
+                gpus: 0,
+                mem: 0,
+                nodes: 0,
+            },
+            time_limit: Some(60 + (i as u64 * 7919) % 3600),
+            retries: 0,
+        })
+        .collect();
+    let mut core = Core::new(CAPACITY, policy, jobs, |_| Vec::<u32>::new(), Time(0));
+    core.schedule(Time(0));
+    let running = core
+        .drain()
+        .filter_map(|e| match e {
+            Event::Start { task, .. } => Some(task),
+            _ => None,
+        })
+        .collect();
+    (core, running)
+}
+
+fn decisions(c: &mut Criterion) {
+    let mut group = c.benchmark_group("decision with 100k queued");
+    for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+        group.bench_function(policy.to_string(), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut done = 0;
+                while done < iters {
+                    let (mut core, mut running) = full_core(policy);
+                    let mut now = Time(0);
+                    // Stop well before the queue runs dry, so it stays deep.
+                    let batch = (iters - done).min(QUEUED as u64 / 2);
+                    let start = Instant::now();
+                    for _ in 0..batch {
+                        now = Time(now.0 + 1000);
+                        let task = running.swap_remove(0);
+                        core.on_finished(now, task, Outcome::Success);
+                        core.schedule(now);
+                        for event in core.drain() {
+                            if let Event::Start { task, .. } = event {
+                                running.push(task);
+                            }
+                        }
+                    }
+                    total += start.elapsed();
+                    done += batch;
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(5));
+    targets = decisions
+}
+criterion_main!(benches);
