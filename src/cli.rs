@@ -342,12 +342,21 @@ fn write_jobspec(out: &mut impl Write, program: &Program, id: TaskId, cwd: &str)
 }
 
 fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
-    let capacity = instance.capacity();
+    let machine = Machine::detect();
+    let capacity = instance.capacity_of(&machine);
     let mut out = io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &capacity)?;
+        let value = serde_json::json!({ "capacity": capacity, "machine": machine });
+        serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
+        let list = |ids: Vec<String>| {
+            if ids.is_empty() {
+                "none".to_owned()
+            } else {
+                ids.join(",")
+            }
+        };
         writeln!(out, "nodes   {}", capacity.nodes)?;
         writeln!(out, "cores   {} per node", capacity.cores_per_node)?;
         writeln!(out, "gpus    {} per node", capacity.gpus_per_node)?;
@@ -355,6 +364,16 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
             out,
             "memory  {} per node",
             format_bytes(capacity.mem_per_node)
+        )?;
+        writeln!(
+            out,
+            "cpus    {}  (this process's affinity mask, cut to its cgroup quota)",
+            list(machine.cpus.iter().map(usize::to_string).collect())
+        )?;
+        writeln!(
+            out,
+            "devices {}  (visible GPUs)",
+            list(machine.gpus.clone())
         )?;
     }
     Ok(ExitCode::SUCCESS)

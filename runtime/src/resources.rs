@@ -277,32 +277,53 @@ pub fn format_bytes(n: u64) -> String {
     }
 }
 
-/// The GPUs this process may use, as `CUDA_VISIBLE_DEVICES` names them:
-/// an inherited `SLURP_GPUS` or `CUDA_VISIBLE_DEVICES` (set by a parent
-/// slurp or a resource manager) wins; otherwise the NVIDIA devices the
-/// driver lists (`/proc/driver/nvidia/gpus`), numbered from 0.
+/// The GPUs this process may use, as `CUDA_VISIBLE_DEVICES` names them.
+/// `SLURP_GPUS`, set by a parent slurp for the slice it gave this process
+/// (possibly emulated), is taken as it is. Otherwise the NVIDIA GPUs the
+/// driver lists (`/proc/driver/nvidia/gpus`, else `nvidia-smi -L`),
+/// restricted to an inherited `CUDA_VISIBLE_DEVICES`: that variable narrows
+/// what exists, it never adds GPUs to a machine without them.
 fn detect_gpus() -> Vec<String> {
-    for var in ["SLURP_GPUS", "CUDA_VISIBLE_DEVICES"] {
-        if let Ok(visible) = std::env::var(var) {
-            return visible
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect();
-        }
+    let split = |v: String| -> Vec<String> {
+        v.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    if let Ok(given) = std::env::var("SLURP_GPUS") {
+        return split(given);
     }
-    let listed = std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |dir| dir.count());
-    (0..listed).map(|i| i.to_string()).collect()
+    let listed = match std::fs::read_dir("/proc/driver/nvidia/gpus") {
+        Ok(dir) => dir.count(),
+        Err(_) => std::process::Command::new("nvidia-smi")
+            .arg("-L")
+            .output()
+            .map_or(0, |out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.starts_with("GPU "))
+                    .count()
+            }),
+    };
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        // Ids are indices below the count, or UUIDs (kept when GPUs exist).
+        Ok(visible) => split(visible)
+            .into_iter()
+            .filter(|id| listed > 0 && id.parse::<usize>().map_or(true, |i| i < listed))
+            .collect(),
+        Err(_) => (0..listed).map(|i| i.to_string()).collect(),
+    }
 }
 
-/// Total memory, bounded by the cgroup (v2 or v1) limit when there is one.
+/// Memory available now (`MemAvailable`: free plus reclaimable), bounded by
+/// the cgroup (v2 or v1) limit when there is one.
 fn detect_memory() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|info| {
             info.lines()
-                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .find_map(|line| line.strip_prefix("MemAvailable:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kib| kib * 1024);
