@@ -247,6 +247,8 @@ fn spawn_ranks(
     let Some((program, args)) = launch.argv.split_first() else {
         return Err("empty command".to_owned());
     };
+    let resolved = resolve_program(program, &launch.env);
+    let program = resolved.as_deref().unwrap_or(program);
     let ntasks = launch.ranks.len().to_string();
     let mut children: Vec<Child> = Vec::with_capacity(launch.ranks.len());
     let mut out_readers = Vec::new();
@@ -336,6 +338,35 @@ fn spawn_ranks(
         (stdout, stderr)
     });
     Ok((children, readers))
+}
+
+/// A bare program name resolved through `PATH` once per run, not once per
+/// spawn: glibc's search tries `execve` in each `PATH` directory in turn,
+/// which for thousands of tasks of the same program adds up. Not used when
+/// the task sets its own `PATH` (the child's search must use it).
+fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static CACHE: Mutex<Option<HashMap<String, Option<String>>>> = Mutex::new(None);
+    if program.contains('/') || env.iter().any(|(k, _)| k == "PATH") {
+        return None;
+    }
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .get_or_insert_with(HashMap::new)
+        .entry(program.to_owned())
+        .or_insert_with(|| {
+            use std::os::unix::fs::PermissionsExt as _;
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|candidate| {
+                    std::fs::metadata(candidate)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
+                .map(|found| found.display().to_string())
+        })
+        .clone()
 }
 
 /// `/dev/null`, opened once and shared: one `dup` per use instead of an
