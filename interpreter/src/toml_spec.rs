@@ -325,43 +325,26 @@ fn attr(file: FileId, key: &str, value: String, at: Span, from_defaults: bool) -
 }
 
 fn attrs_of(file: FileId, def: &AttrsDef, from_defaults: bool) -> Vec<SourcedAttr> {
-    let mut out = Vec::new();
-    let scalars = [
-        ("ntasks", &def.ntasks),
-        ("cores", &def.cores),
-        ("gpus", &def.gpus),
-        ("mem", &def.mem),
-        ("nodes", &def.nodes),
-        ("time", &def.time),
-        ("retries", &def.retries),
+    let scalar =
+        |v: &Option<TSpanned<Scalar>>| v.as_ref().map(|v| (v.get_ref().text(), span(v.span())));
+    let string =
+        |v: &Option<TSpanned<String>>| v.as_ref().map(|v| (v.get_ref().clone(), span(v.span())));
+    let given = [
+        ("ntasks", scalar(&def.ntasks)),
+        ("cores", scalar(&def.cores)),
+        ("gpus", scalar(&def.gpus)),
+        ("mem", scalar(&def.mem)),
+        ("nodes", scalar(&def.nodes)),
+        ("time", scalar(&def.time)),
+        ("retries", scalar(&def.retries)),
+        ("cwd", string(&def.cwd)),
+        ("policy", string(&def.policy)),
+        ("output", string(&def.output)),
     ];
-    for (key, value) in scalars {
-        if let Some(v) = value {
-            out.push(attr(
-                file,
-                key,
-                v.get_ref().text(),
-                span(v.span()),
-                from_defaults,
-            ));
-        }
-    }
-    let strings = [
-        ("cwd", &def.cwd),
-        ("policy", &def.policy),
-        ("output", &def.output),
-    ];
-    for (key, value) in strings {
-        if let Some(v) = value {
-            out.push(attr(
-                file,
-                key,
-                v.get_ref().clone(),
-                span(v.span()),
-                from_defaults,
-            ));
-        }
-    }
+    let mut out: Vec<SourcedAttr> = given
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|(text, at)| attr(file, key, text, at, from_defaults)))
+        .collect();
     if let Some(env) = &def.env {
         for (name, value) in env.get_ref() {
             let value = match value {

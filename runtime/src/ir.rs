@@ -504,6 +504,18 @@ impl Default for Request {
 }
 
 impl Request {
+    /// `ntasks` copies of `cores` cores and `gpus` GPUs each, on exactly
+    /// `nodes` nodes (0: any), no memory reserved.
+    pub fn new(ntasks: u32, cores: u32, gpus: u32, nodes: u32) -> Self {
+        Request {
+            ntasks,
+            cores,
+            gpus,
+            mem: 0,
+            nodes,
+        }
+    }
+
     pub fn total_cores(&self) -> u64 {
         self.ntasks as u64 * self.cores as u64
     }

@@ -289,13 +289,7 @@ mod tests {
     use super::*;
 
     fn req(ntasks: u32, cores: u32, gpus: u32, nodes: u32) -> Request {
-        Request {
-            ntasks,
-            cores,
-            gpus,
-            mem: 0,
-            nodes,
-        }
+        Request::new(ntasks, cores, gpus, nodes)
     }
 
     #[test]
