@@ -264,48 +264,111 @@ fn invalid_workflows_run_nothing_and_exit_2() {
     );
 }
 
-/// SIGINT mid-run: every task's process group is stopped, nothing of the
-/// run survives, and slurp exits 130 with its summary.
-#[test]
-fn interrupt_leaves_no_process_alive() {
+/// Starts slurp on `workflow` in a fresh directory and waits until the
+/// tasks named in `pid_files` wrote their shell's pid.
+fn start_run(
+    workflow: &str,
+    args: &[&str],
+    pid_files: &[&str],
+) -> (tempfile::TempDir, std::process::Child, Vec<i32>) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.slurp"), "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n").unwrap();
+    std::fs::write(dir.path().join("w.slurp"), workflow).unwrap();
     let child = std::process::Command::new(binary())
-        .args(["--cores", "2", "w.slurp"])
+        .args(args)
+        .arg("w.slurp")
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid_files = [dir.path().join("pid.1"), dir.path().join("pid.2")];
+    let paths: Vec<_> = pid_files.iter().map(|p| dir.path().join(p)).collect();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !pid_files
+    while !paths
         .iter()
         .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
     {
         assert!(Instant::now() < deadline, "tasks did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pids: Vec<i32> = pid_files
+    let pids = paths
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
         .collect();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+    (dir, child, pids)
+}
+
+fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+/// SIGINT or SIGTERM mid-run: every task's process group is stopped,
+/// nothing of the run survives, and slurp exits 130 with its summary.
+#[test]
+fn interrupt_leaves_no_process_alive() {
+    for sig in [
         nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        let (_dir, child, pids) = start_run(
+            "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n",
+            &["--cores", "2"],
+            &["pid.1", "pid.2"],
+        );
+        signal(&child, sig);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(130), "{sig}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("slurp: interrupted"), "{stderr}");
+        // The shells and their `sleep` children, found by process group.
+        for pid in pids {
+            assert!(
+                !alive_in_group(pid),
+                "{sig}: process group {pid} still has live processes"
+            );
+        }
+    }
+}
+
+/// A task that ignores SIGTERM holds the run for the grace period after a
+/// first Ctrl-C; a second Ctrl-C kills it at once.
+#[test]
+fn a_second_interrupt_kills_at_once() {
+    let (_dir, child, pids) = start_run(
+        "task stubborn: sh -c 'trap \"\" TERM; echo $$ > pid; while :; do sleep 0.1; done'\n",
+        &["--grace", "1m"],
+        &["pid"],
+    );
+    let start = Instant::now();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("slurp: interrupted"), "{stderr}");
-    // The shells and their `sleep` children, found by process group.
-    for pid in pids {
-        assert!(
-            !alive_in_group(pid),
-            "process group {pid} still has live processes"
-        );
-    }
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "waited {:?} for the 1-minute grace",
+        start.elapsed()
+    );
+    assert!(!alive_in_group(pids[0]));
+}
+
+/// `--halt now`: the first failure stops the tasks still running.
+#[test]
+fn halt_now_stops_running_tasks() {
+    let start = Instant::now();
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task long: sleep 30\ntask bad: sh -c 'sleep 0.3; exit 4'\n",
+        )
+        .args(&["--cores", "2", "--halt", "now", "w.slurp"])
+        .run();
+    assert_eq!(run.status, 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "the long task was not stopped"
+    );
+    run.stderr_has(&["failed    bad  exit status 4", "cancelled long"]);
 }
 
 /// Whether any live (non-zombie) process is in process group `pgid`.
