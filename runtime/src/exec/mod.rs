@@ -1,4 +1,5 @@
-//! The local executor: the one module that starts processes.
+//! The local executor: the one module that starts processes (see
+//! [`spawn`] for how, and why not with `std::process`).
 //!
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
@@ -11,15 +12,18 @@
 //! killed with SIGKILL — the one signal it cannot handle — leaves its
 //! running tasks behind.
 
-use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
-use std::process::Stdio;
+#[allow(unsafe_code)]
+mod spawn;
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, watch};
 
 use crate::core::Outcome;
@@ -138,10 +142,8 @@ pub async fn run_attempt(
             return finished;
         }
     };
-    let pgid = children
-        .first()
-        .and_then(Child::id)
-        .map(|p| Pid::from_raw(p as i32));
+    // The first rank leads the task's process group.
+    let pgid = children.first().map(|&p| Pid::from_raw(p));
     let waiting = wait_all(children);
     tokio::pin!(waiting);
     let deadline = launch
@@ -215,21 +217,15 @@ fn signal_group(pgid: Option<Pid>, signal: Signal) {
 }
 
 /// Waits for every rank; the outcome is the first failure, by rank order.
-async fn wait_all(children: Vec<Child>) -> Outcome {
+async fn wait_all(pids: Vec<i32>) -> Outcome {
+    use nix::sys::wait::WaitStatus;
     let mut outcome = Outcome::Success;
-    for mut child in children {
-        let status = child.wait().await;
-        let this = match status {
-            Ok(status) => match (
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                (Some(0), _) => Outcome::Success,
-                (Some(code), _) => Outcome::Exit(code),
-                (None, Some(sig)) => Outcome::Signal(sig),
-                (None, None) => Outcome::Exit(-1),
-            },
-            Err(_) => Outcome::Exit(-1),
+    for pid in pids {
+        let this = match spawn::wait(pid).await {
+            Ok(WaitStatus::Exited(_, 0)) => Outcome::Success,
+            Ok(WaitStatus::Exited(_, code)) => Outcome::Exit(code),
+            Ok(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
+            _ => Outcome::Exit(-1),
         };
         if outcome == Outcome::Success {
             outcome = this;
@@ -240,52 +236,129 @@ async fn wait_all(children: Vec<Child>) -> Outcome {
 
 type Readers = std::pin::Pin<Box<dyn Future<Output = (Vec<u8>, Vec<u8>)> + Send>>;
 
+/// One rank's stdout and stderr: the child's ends, and the parent's read
+/// ends where output is captured.
+struct Streams {
+    child: [OwnedFd; 2],
+    read: [Option<OwnedFd>; 2],
+}
+
+fn streams(
+    mode: OutputMode,
+    files: &Option<(std::fs::File, std::fs::File)>,
+) -> Result<Streams, String> {
+    let pipe = || {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| format!("cannot create a pipe: {e}"))
+    };
+    let dup = |f: &std::fs::File| {
+        f.try_clone()
+            .map(OwnedFd::from)
+            .map_err(|e| format!("cannot open output file: {e}"))
+    };
+    Ok(match (files, mode) {
+        (Some((out, err)), _) => Streams {
+            child: [dup(out)?, dup(err)?],
+            read: [None, None],
+        },
+        (None, OutputMode::None) => {
+            let (err_r, err_w) = pipe()?;
+            Streams {
+                child: [dev_null()?, err_w],
+                read: [None, Some(err_r)],
+            }
+        }
+        (None, _) => {
+            let (out_r, out_w) = pipe()?;
+            let (err_r, err_w) = pipe()?;
+            Streams {
+                child: [out_w, err_w],
+                read: [Some(out_r), Some(err_r)],
+            }
+        }
+    })
+}
+
+fn cstring(s: impl AsRef<OsStr>, what: &str) -> Result<CString, String> {
+    CString::new(s.as_ref().as_bytes()).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
 fn spawn_ranks(
     launch: &Launch,
     lines: &mpsc::UnboundedSender<Output>,
-) -> Result<(Vec<Child>, Readers), String> {
-    let Some((program, args)) = launch.argv.split_first() else {
+) -> Result<(Vec<i32>, Readers), String> {
+    let Some(program) = launch.argv.first() else {
         return Err("empty command".to_owned());
     };
-    let resolved = resolve_program(program, &launch.env);
-    let program = resolved.as_deref().unwrap_or(program);
+    let path = find_program(program, &launch.env, &launch.cwd)
+        .ok_or_else(|| format!("cannot run `{program}`: no such program"))?;
+    let path = cstring(&path, "the program path")?;
+    let argv = launch
+        .argv
+        .iter()
+        .map(|a| cstring(a, "an argument"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = cstring(&launch.cwd, "the working directory")?;
+    // The environment: inherited, then the task's own, then slurp's.
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let mut set = |key: &str, value: &OsStr| {
+        env.retain(|(k, _)| k != key);
+        env.push((key.into(), value.into()));
+    };
+    for (k, v) in &launch.env {
+        set(k, OsStr::new(v));
+    }
     let ntasks = launch.ranks.len().to_string();
-    let mut children: Vec<Child> = Vec::with_capacity(launch.ranks.len());
-    let mut out_readers = Vec::new();
-    let mut err_readers = Vec::new();
+    set("SLURP_TASK_ID", OsStr::new(&launch.name));
+    set("SLURP_NTASKS", OsStr::new(&ntasks));
+    set("SLURP_RUN_DIR", launch.run_dir.as_os_str());
     let files = match &launch.files {
         Some((out, err)) => {
             Some(open_files(out, err).map_err(|e| format!("cannot open output file: {e}"))?)
         }
         None => None,
     };
+    let stdin = dev_null()?;
+    let mut pids: Vec<i32> = Vec::with_capacity(launch.ranks.len());
+    let mut out_readers = Vec::new();
+    let mut err_readers = Vec::new();
     for (rank, place) in launch.ranks.iter().enumerate() {
-        let mut cmd = std::process::Command::new(program);
-        cmd.args(args)
-            .current_dir(&launch.cwd)
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .env("SLURP_TASK_ID", &launch.name)
-            .env("SLURP_TASK_RANK", rank.to_string())
-            .env("SLURP_NTASKS", &ntasks)
-            .env("SLURP_CORES", join(&place.cores))
-            .env("SLURP_GPUS", place.gpus.join(","))
-            .env("CUDA_VISIBLE_DEVICES", place.gpus.join(","))
-            .env("SLURP_RUN_DIR", &launch.run_dir)
-            .stdin(dev_null()?);
-        cmd.process_group(children.first().and_then(Child::id).map_or(0, |p| p as i32));
-        let (out, err) = match (&files, launch.mode) {
-            (Some((out, err)), _) => (Stdio::from(clone_file(out)?), Stdio::from(clone_file(err)?)),
-            (None, OutputMode::None) => (dev_null()?, Stdio::piped()),
-            (None, _) => (Stdio::piped(), Stdio::piped()),
+        let gpus = place.gpus.join(",");
+        let rank_env = [
+            ("SLURP_TASK_RANK", rank.to_string()),
+            ("SLURP_CORES", join(&place.cores)),
+            ("SLURP_GPUS", gpus.clone()),
+            ("CUDA_VISIBLE_DEVICES", gpus),
+        ];
+        let mut envp = Vec::with_capacity(env.len() + rank_env.len());
+        for (k, v) in &env {
+            if rank_env.iter().all(|(rk, _)| OsStr::new(rk) != k) {
+                let mut entry = k.clone();
+                entry.push("=");
+                entry.push(v);
+                envp.push(cstring(&entry, "an environment variable")?);
+            }
+        }
+        for (k, v) in &rank_env {
+            envp.push(cstring(format!("{k}={v}"), "an environment variable")?);
+        }
+        let streams = streams(launch.mode, &files)?;
+        let spec = spawn::Spec {
+            path: path.clone(),
+            argv: argv.clone(),
+            envp,
+            cwd: cwd.clone(),
+            pgid: pids.first().copied().unwrap_or(0),
+            fds: [
+                stdin.as_raw_fd(),
+                streams.child[0].as_raw_fd(),
+                streams.child[1].as_raw_fd(),
+            ],
         };
-        cmd.stdout(out).stderr(err);
-        // Binding without a pre-exec hook: the child inherits the spawning
-        // thread's CPU mask from its first instruction, so the thread takes
-        // the rank's mask just for the spawn. Without a hook, std spawns
-        // with posix_spawn (vfork-like), several times cheaper than fork
-        // for slurp, whose address space would otherwise be copied.
+        // The child inherits this thread's CPU mask from its first
+        // instruction: take the rank's mask just for the spawn.
         let bound = bind_thread(&place.cpus);
-        let spawned = Command::from(cmd).kill_on_drop(true).spawn();
+        let spawned = spawn::spawn(&spec);
         if bound.0.is_some() && launch.yield_after_spawn {
             drop(bound);
             // This thread now sits on the child's CPU; with nothing else to
@@ -294,37 +367,28 @@ fn spawn_ranks(
         } else {
             drop(bound);
         }
-        let mut child = match spawned {
-            Ok(child) => child,
+        // The parent's copies of the child's ends close here.
+        drop(streams.child);
+        let pid = match spawned {
+            Ok(pid) => pid,
             Err(error) => {
-                for c in &children {
-                    signal_group(c.id().map(|p| Pid::from_raw(p as i32)), Signal::SIGKILL);
-                }
-                return Err(format!(
-                    "cannot run `{program}`: {}",
-                    spawn_reason(&error, &launch.cwd)
-                ));
+                kill_and_reap(&pids);
+                return Err(format!("cannot run `{program}`: {error}"));
             }
         };
-        if let Some(stdout) = child.stdout.take() {
-            out_readers.push(read_stream(
-                stdout,
-                launch.mode,
-                launch.task,
-                false,
-                lines.clone(),
-            ));
+        pids.push(pid);
+        let [out, err] = streams.read;
+        for (fd, is_err) in [(out, false), (err, true)] {
+            let Some(fd) = fd else { continue };
+            let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                .map_err(|e| format!("cannot read a pipe: {e}"))?;
+            let reader = read_stream(receiver, launch.mode, launch.task, is_err, lines.clone());
+            if is_err {
+                err_readers.push(reader);
+            } else {
+                out_readers.push(reader);
+            }
         }
-        if let Some(stderr) = child.stderr.take() {
-            err_readers.push(read_stream(
-                stderr,
-                launch.mode,
-                launch.task,
-                true,
-                lines.clone(),
-            ));
-        }
-        children.push(child);
     }
     let readers: Readers = Box::pin(async move {
         let mut stdout = Vec::new();
@@ -337,41 +401,54 @@ fn spawn_ranks(
         }
         (stdout, stderr)
     });
-    Ok((children, readers))
+    Ok((pids, readers))
 }
 
-/// A bare program name resolved through `PATH` once per run, not once per
-/// spawn: glibc's search tries `execve` in each `PATH` directory in turn,
-/// which for thousands of tasks of the same program adds up. Not used when
-/// the task sets its own `PATH` (the child's search must use it).
-fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
+/// After a later rank could not start: the earlier ones go, at once.
+fn kill_and_reap(pids: &[i32]) {
+    if let Some(&leader) = pids.first() {
+        signal_group(Some(Pid::from_raw(leader)), Signal::SIGKILL);
+    }
+    for &pid in pids {
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+    }
+}
+
+/// The file to exec: a path as given (a relative one from the task's
+/// working directory), or a bare name searched in `PATH` — the task's own
+/// if it sets one, else slurp's, then cached: a search tries each directory
+/// in turn, which thousands of tasks of one program would pay again and
+/// again.
+fn find_program(program: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    static CACHE: Mutex<Option<HashMap<String, Option<String>>>> = Mutex::new(None);
-    if program.contains('/') || env.iter().any(|(k, _)| k == "PATH") {
-        return None;
+    static CACHE: Mutex<Option<HashMap<String, Option<PathBuf>>>> = Mutex::new(None);
+    if program.contains('/') {
+        return Some(cwd.join(program));
+    }
+    let search = |path: &OsStr| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::env::split_paths(path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| {
+                std::fs::metadata(candidate)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    };
+    if let Some((_, path)) = env.iter().find(|(k, _)| k == "PATH") {
+        return search(OsStr::new(path));
     }
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     cache
         .get_or_insert_with(HashMap::new)
         .entry(program.to_owned())
-        .or_insert_with(|| {
-            use std::os::unix::fs::PermissionsExt as _;
-            let path = std::env::var_os("PATH")?;
-            std::env::split_paths(&path)
-                .map(|dir| dir.join(program))
-                .find(|candidate| {
-                    std::fs::metadata(candidate)
-                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                })
-                .map(|found| found.display().to_string())
-        })
+        .or_insert_with(|| search(&std::env::var_os("PATH").unwrap_or_default()))
         .clone()
 }
 
 /// `/dev/null`, opened once and shared: one `dup` per use instead of an
 /// `open` and a `close` per spawn.
-fn dev_null() -> Result<Stdio, String> {
+fn dev_null() -> Result<OwnedFd, String> {
     static DEV_NULL: std::sync::OnceLock<std::io::Result<std::fs::File>> =
         std::sync::OnceLock::new();
     match DEV_NULL.get_or_init(|| {
@@ -382,7 +459,7 @@ fn dev_null() -> Result<Stdio, String> {
     }) {
         Ok(file) => file
             .try_clone()
-            .map(Stdio::from)
+            .map(OwnedFd::from)
             .map_err(|e| format!("cannot open /dev/null: {e}")),
         Err(e) => Err(format!("cannot open /dev/null: {e}")),
     }
@@ -422,31 +499,17 @@ fn bind_thread(cpus: &[usize]) -> ThreadMask {
     }
 }
 
-fn spawn_reason(error: &std::io::Error, cwd: &std::path::Path) -> String {
-    match error.kind() {
-        std::io::ErrorKind::NotFound if !cwd.is_dir() => {
-            format!("working directory `{}` does not exist", cwd.display())
-        }
-        std::io::ErrorKind::NotFound => "no such program".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => error.to_string(),
-    }
-}
-
 fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
-fn open_files(
-    out: &std::path::Path,
-    err: &std::path::Path,
-) -> std::io::Result<(std::fs::File, std::fs::File)> {
+fn open_files(out: &Path, err: &Path) -> std::io::Result<(std::fs::File, std::fs::File)> {
     for p in [out, err] {
         if let Some(dir) = p.parent() {
             std::fs::create_dir_all(dir)?;
         }
     }
-    let open = |p: &std::path::Path| {
+    let open = |p: &Path| {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -459,11 +522,6 @@ fn open_files(
         open(err)?
     };
     Ok((out_file, err_file))
-}
-
-fn clone_file(f: &std::fs::File) -> Result<std::fs::File, String> {
-    f.try_clone()
-        .map_err(|e| format!("cannot open output file: {e}"))
 }
 
 /// Reads one stream: kept whole (group), or sent line by line (tag), or

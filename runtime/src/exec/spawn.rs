@@ -1,0 +1,202 @@
+//! Starting one process: a bare `clone(CLONE_VM | CLONE_VFORK)` and
+//! `execve`, the way dash starts a simple command.
+//!
+//! Why not `std::process::Command`: on these machines its spawn-and-wait
+//! costs ~750 µs per process against ~630 µs for this path (BENCHMARKS.md,
+//! dependency chain), mostly because glibc's posix_spawn child queries and
+//! resets all 64 signal dispositions. Here the child shares slurp's memory
+//! until it execs (the parent is suspended meanwhile), so it may only make
+//! system calls on data the parent prepared: no allocation, no locks.
+//!
+//! What the child does before `execve`: join or lead its process group,
+//! move its three standard streams into place, change directory, set
+//! SIGPIPE back to default (Rust ignores it, and an ignored signal stays
+//! ignored across exec), and unblock every signal (the parent blocks them
+//! all around the clone, so no handler of slurp's can run on the shared
+//! memory). Handled signals go back to default by exec itself. If a step
+//! fails, the errno and the step reach the parent through shared memory.
+
+use std::cell::RefCell;
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::os::fd::OwnedFd;
+
+/// Everything the child needs, prepared by the parent.
+pub struct Spec {
+    pub path: CString,
+    pub argv: Vec<CString>,
+    pub envp: Vec<CString>,
+    pub cwd: CString,
+    /// 0: lead a new group; otherwise join this one.
+    pub pgid: i32,
+    /// Descriptors for the child's stdin, stdout and stderr; the caller
+    /// owns them and keeps them open across the call.
+    pub fds: [c_int; 3],
+}
+
+/// What the child reports when it could not exec.
+#[repr(C)]
+struct Failure {
+    errno: c_int,
+    /// 1 chdir, 2 execve, 3 dup2, 4 setpgid.
+    stage: c_int,
+}
+
+#[repr(C)]
+struct ChildArgs {
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    cwd: *const c_char,
+    pgid: c_int,
+    fds: [c_int; 3],
+    failure: *mut Failure,
+}
+
+/// The child's whole life before `execve`. Only async-signal-safe system
+/// calls on memory the parent prepared and keeps alive (it is suspended
+/// until this function execs or exits).
+extern "C" fn child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` points to the parent's `ChildArgs`, alive and unmoved
+    // while the parent is suspended by CLONE_VFORK.
+    unsafe {
+        let a = &*(arg as *const ChildArgs);
+        let fail = |stage: c_int| {
+            (*a.failure).errno = *libc::__errno_location();
+            (*a.failure).stage = stage;
+            libc::_exit(127)
+        };
+        if libc::setpgid(0, a.pgid) != 0 {
+            fail(4);
+        }
+        for (target, &fd) in a.fds.iter().enumerate() {
+            let target = target as c_int;
+            if fd == target {
+                // dup2 onto itself keeps close-on-exec: clear it instead.
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    fail(3);
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                fail(3);
+            }
+        }
+        if libc::chdir(a.cwd) != 0 {
+            fail(1);
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::execve(a.path, a.argv, a.envp);
+        fail(2);
+        127
+    }
+}
+
+thread_local! {
+    /// The vfork child's stack, reused: the parent is suspended while the
+    /// child runs on it, so one spawn at a time per thread uses it.
+    static STACK: RefCell<Vec<u8>> = RefCell::new(vec![0u8; 128 * 1024]);
+}
+
+/// Starts the process; returns its pid, or why it could not start.
+pub fn spawn(spec: &Spec) -> Result<i32, String> {
+    let argv: Vec<*const c_char> = spec
+        .argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp: Vec<*const c_char> = spec
+        .envp
+        .iter()
+        .map(|e| e.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let mut failure = Failure { errno: 0, stage: 0 };
+    let args = ChildArgs {
+        path: spec.path.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        cwd: spec.cwd.as_ptr(),
+        pgid: spec.pgid,
+        fds: spec.fds,
+        failure: &mut failure,
+    };
+    let pid = STACK.with(|stack| {
+        let mut stack = stack.borrow_mut();
+        // SAFETY: every signal is blocked around the clone, so no handler of
+        // this process runs in the child while it shares our memory; the
+        // child runs `child` on its own stack (the top of `stack`, which is
+        // 16-byte aligned by the allocator and the length) and the parent
+        // is suspended until it execs or exits (CLONE_VFORK).
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            let top = stack.as_mut_ptr().add(stack.len()) as *mut c_void;
+            let pid = libc::clone(
+                child,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                &args as *const ChildArgs as *mut c_void,
+            );
+            let clone_errno = *libc::__errno_location();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            (pid, clone_errno)
+        }
+    });
+    let (pid, clone_errno) = pid;
+    if pid < 0 {
+        return Err(format!(
+            "cannot start a process: {}",
+            std::io::Error::from_raw_os_error(clone_errno)
+        ));
+    }
+    if failure.stage != 0 {
+        // The child exited without exec'ing: reap it, say why.
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        let error = std::io::Error::from_raw_os_error(failure.errno);
+        return Err(match (failure.stage, error.kind()) {
+            (1, _) => format!(
+                "cannot enter working directory `{}`: {error}",
+                spec.cwd.to_string_lossy()
+            ),
+            (2, std::io::ErrorKind::NotFound) => "no such program".to_owned(),
+            (2, std::io::ErrorKind::PermissionDenied) => "permission denied".to_owned(),
+            (2, _) => error.to_string(),
+            _ => format!("cannot set up the process: {error}"),
+        });
+    }
+    Ok(pid)
+}
+
+/// Waits for `pid` to end without blocking the loop: through a pidfd the
+/// reactor watches, or, on kernels without pidfds, by polling.
+pub async fn wait(pid: i32) -> std::io::Result<nix::sys::wait::WaitStatus> {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let target = nix::unistd::Pid::from_raw(pid);
+    // SAFETY: a plain system call; a valid fd is owned below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let watched = if fd >= 0 {
+        // SAFETY: the kernel just gave us this fd; nothing else owns it.
+        let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as c_int) };
+        // SAFETY: the AsyncFd owns the fd, so it stays open for as long as
+        // it is registered (the I/O-safety condition of `register`).
+        Some(unsafe { tokio::io::unix::AsyncFd::register(owned) }.map_err(|e| e.into_parts().1)?)
+    } else {
+        None
+    };
+    loop {
+        match waitpid(target, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {}
+            Ok(status) => return Ok(status),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        match &watched {
+            Some(fd) => fd.readable().await?.clear_ready(),
+            None => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+        }
+    }
+}
