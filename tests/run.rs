@@ -371,6 +371,24 @@ fn halt_now_stops_running_tasks() {
     run.stderr_has(&["failed    bad  exit status 4", "cancelled long"]);
 }
 
+/// slurp killed with SIGKILL cannot stop its tasks itself: the kernel does
+/// (parent-death signal on every rank).
+#[test]
+fn ranks_die_with_slurp_even_on_sigkill() {
+    let (_dir, child, pids) = start_run(
+        "task s: sh -c 'echo $$ > pid; exec sleep 60'\n",
+        &[],
+        &["pid"],
+    );
+    signal(&child, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait_with_output();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive_in_group(pids[0]) {
+        assert!(Instant::now() < deadline, "the rank outlived slurp");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Whether any live (non-zombie) process is in process group `pgid`.
 fn alive_in_group(pgid: i32) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {

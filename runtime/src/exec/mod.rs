@@ -7,10 +7,9 @@
 //! its GPUs in `CUDA_VISIBLE_DEVICES`. Stdin is `/dev/null`. A time limit,
 //! a cancel or a kill signals the whole group: SIGTERM, then SIGKILL after
 //! the grace period; when an attempt ends, whatever is left in its group is
-//! killed. Children are spawned without a pre-exec hook (so with
-//! posix_spawn, not fork): there is no parent-death signal, and a slurp
-//! killed with SIGKILL — the one signal it cannot handle — leaves its
-//! running tasks behind.
+//! killed. Each rank also gets SIGKILL when slurp dies, however it dies
+//! (`PR_SET_PDEATHSIG`); processes a rank started in other process groups
+//! are beyond that reach if slurp itself is killed with SIGKILL.
 
 #[allow(unsafe_code)]
 mod spawn;

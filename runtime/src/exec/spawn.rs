@@ -9,7 +9,8 @@
 //! system calls on data the parent prepared: no allocation, no locks.
 //!
 //! What the child does before `execve`: join or lead its process group,
-//! move its three standard streams into place, change directory, set
+//! ask for SIGKILL when slurp dies (`PR_SET_PDEATHSIG`), move its three
+//! standard streams into place, change directory, set
 //! SIGPIPE back to default (Rust ignores it, and an ignored signal stays
 //! ignored across exec), and unblock every signal (the parent blocks them
 //! all around the clone, so no handler of slurp's can run on the shared
@@ -68,6 +69,14 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         if libc::setpgid(0, a.pgid) != 0 {
             fail(4);
         }
+        // Die with slurp, even if slurp is killed with SIGKILL.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         for (target, &fd) in a.fds.iter().enumerate() {
             let target = target as c_int;
             if fd == target {
