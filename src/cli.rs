@@ -48,8 +48,10 @@ struct Cli {
 /// How to run: policy, binding, output, failures.
 #[derive(Args, Debug, Clone)]
 struct RunArgs {
-    /// Queue policy: `easy` (EASY backfilling), `fcfs`, `sjf`, `conservative`
-    #[arg(long, value_name = "POLICY", default_value = "easy")]
+    /// Queue policy: `easy` (EASY backfilling), `fcfs`, `sjf`, `conservative`;
+    /// a list such as `easy,fcfs` gives one per level of nesting (the last
+    /// for all deeper levels); a nested entry's `policy=` wins
+    #[arg(long, value_name = "POLICY[,POLICY...]", default_value = "easy")]
     policy: String,
     /// Do not bind tasks to their cores
     #[arg(long)]
@@ -387,8 +389,8 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         eprintln!("error: {message}");
         Ok(ExitCode::from(2))
     };
-    let policy: PolicyKind = match args.policy.parse() {
-        Ok(policy) => policy,
+    let policies: Vec<PolicyKind> = match args.policy.split(',').map(str::parse).collect() {
+        Ok(policies) => policies,
         Err(e) => return usage(format!("{e}")),
     };
     let grace = match slurp_interpreter::parse_duration(&args.grace) {
@@ -417,6 +419,22 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         }
     }
     // Inside a task of another slurp, this run belongs to that run.
+    // A slurp started inside a task of another slurp: how deep, and not
+    // without end (a script that calls slurp on itself).
+    let depth: u32 = std::env::var("SLURP_DEPTH")
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    if depth as usize >= slurp_interpreter::MAX_DEPTH {
+        eprintln!(
+            "error: slurp is nested {depth} levels deep inside other slurps' tasks; the limit is {}",
+            slurp_interpreter::MAX_DEPTH
+        );
+        eprintln!(
+            "hint: a task that runs slurp on its own workflow nests without end; check the commands that start slurp"
+        );
+        return Ok(ExitCode::from(2));
+    }
     let run_dir = match std::env::var_os("SLURP_RUN_DIR") {
         Some(parent) => PathBuf::from(parent).join("nested").join(format!(
             "{}-{}",
@@ -431,7 +449,7 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
     let options = RunOptions {
         capacity: opts.capacity,
         machine,
-        policy,
+        policies,
         bind: !args.no_bind,
         output: match args.output.as_str() {
             "tag" => OutputMode::Tag,
@@ -447,7 +465,7 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         grace,
         cwd: opts.cwd.clone(),
         run_dir,
-        exe: std::env::current_exe()?,
+        depth,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -24,7 +24,7 @@ impl Console {
 }
 
 impl Observer for Console {
-    fn event(&mut self, _program: &Program, _event: &Event) {}
+    fn event(&mut self, _program: &Program, _scope: &str, _event: &Event) {}
 
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]) {
         let mut buf = Vec::with_capacity(bytes.len() + name.len() + 4);
@@ -52,7 +52,6 @@ impl Observer for Console {
 const LISTED: usize = 20;
 
 pub fn summary(loaded: &Loaded, report: &Report) {
-    let workflow = loaded.program.root();
     let total: usize = report.counts.iter().sum();
     let mut out = String::new();
     let parts: Vec<String> = State::ALL
@@ -75,9 +74,15 @@ pub fn summary(loaded: &Loaded, report: &Report) {
         .filter(|f| f.state != State::Cancelled || !report.interrupted)
         .take(LISTED)
     {
+        let workflow = loaded.program.workflow(failure.workflow);
         let template = workflow.template(workflow.task(failure.task).template);
         let source = loaded.sources.get(template.source.file);
         let what = match (&failure.reason, failure.state) {
+            // A nested entry, or a task that could not start: the reason
+            // slurp recorded says more than an exit status.
+            (Reason::Ended(_), _) if failure.error.is_some() => {
+                failure.error.clone().unwrap_or_default()
+            }
             (Reason::Ended(Outcome::Exit(code)), _) => format!("exit status {code}"),
             (Reason::Ended(Outcome::Signal(sig)), _) => format!("killed by signal {sig}"),
             (Reason::Ended(Outcome::Timeout), _) => "ran past its time limit".to_owned(),
@@ -86,7 +91,12 @@ pub fn summary(loaded: &Loaded, report: &Report) {
                 .clone()
                 .unwrap_or_else(|| "could not start".to_owned()),
             (Reason::Dependency(dep), _) => {
-                format!("dependency `{}` did not succeed", workflow.task_name(*dep))
+                // The dependency lives in the same instance: same path.
+                format!(
+                    "dependency `{}{}` did not succeed",
+                    failure.scope,
+                    workflow.task_name(*dep)
+                )
             }
             (Reason::Halted, _) => "not started: the run was stopped".to_owned(),
             (_, state) => state.to_string(),

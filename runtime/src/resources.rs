@@ -317,8 +317,13 @@ fn detect_gpus() -> Vec<String> {
 }
 
 /// Memory available now (`MemAvailable`: free plus reclaimable), bounded by
-/// the cgroup (v2 or v1) limit when there is one.
+/// the cgroup (v2 or v1) limit when there is one; inside a task of another
+/// slurp that reserved memory (`SLURP_MEM`), that reservation.
 fn detect_memory() -> u64 {
+    // Inside a task of another slurp: what that task reserved.
+    if let Some(reserved) = std::env::var("SLURP_MEM").ok().and_then(|m| m.parse().ok()) {
+        return reserved;
+    }
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|info| {

@@ -1,11 +1,19 @@
-//! The real-time driver: a thin tokio loop around the scheduler core.
+//! The real-time driver: a thin tokio loop around scheduler cores.
 //!
-//! It tells the core the time and which attempts ended, turns `Start`
-//! decisions into launches for the executor, forwards every event to an
-//! [`Observer`] (console now; journal and progress display later), and
-//! handles interruption: the first Ctrl-C or SIGTERM stops starting tasks,
-//! asks every running group to stop (SIGTERM, SIGKILL after the grace
-//! period) and ends with a summary; a second one kills at once.
+//! A run is a tree of instances, each a scheduler core over one workflow on
+//! one slice: the top level owns the whole instance; a nested entry, once
+//! its core starts it, becomes a child instance in this same process that
+//! owns exactly the cores and GPUs its entry was given (its logical ids map
+//! through the parent's allocation to the top level's), schedules its own
+//! file there with its own policy, and ends its entry in the parent when it
+//! is done: success if all its tasks succeeded, failure otherwise. Task ids
+//! carry the path (`sub/sim[3]`).
+//!
+//! The loop tells each core the time and which attempts ended, turns
+//! `Start` decisions into launches, forwards events to an [`Observer`], and
+//! handles interruption: the first Ctrl-C or SIGTERM stops starting tasks
+//! at every level and asks every running group to stop (SIGTERM, SIGKILL
+//! after the grace period); a second one kills at once.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -15,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::core::{Alloc, Core, Event, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
-use crate::ir::{Program, TaskId};
+use crate::ir::{Program, TaskId, WorkflowId};
 use crate::resources::{Capacity, Machine};
 
 /// What to do when a task fails for good.
@@ -34,7 +42,9 @@ pub enum Halt {
 pub struct RunOptions {
     pub capacity: Capacity,
     pub machine: Machine,
-    pub policy: PolicyKind,
+    /// The policy of each level of nesting, the last one for all deeper
+    /// levels; a nested entry's `policy=` wins for its instance.
+    pub policies: Vec<PolicyKind>,
     /// Bind ranks to their cores.
     pub bind: bool,
     pub output: OutputMode,
@@ -45,13 +55,16 @@ pub struct RunOptions {
     pub cwd: PathBuf,
     /// This run's directory (`SLURP_RUN_DIR`, output files).
     pub run_dir: PathBuf,
-    /// The slurp executable, for nested entries.
-    pub exe: PathBuf,
+    /// How deep this slurp itself is nested in other slurps' tasks
+    /// (`SLURP_DEPTH` of its environment; 0 at the outermost).
+    pub depth: u32,
 }
 
 /// Sees what happens during a run.
 pub trait Observer {
-    fn event(&mut self, program: &Program, event: &Event);
+    /// `scope` is the instance's path: empty for the top level, `sub/` for
+    /// the instance of nested entry `sub`.
+    fn event(&mut self, program: &Program, scope: &str, event: &Event);
     /// Task output to show: a whole task's (group mode) or a line (tag).
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]);
 }
@@ -59,7 +72,11 @@ pub trait Observer {
 /// One task that did not succeed, for the summary.
 #[derive(Debug, Clone)]
 pub struct Failure {
+    pub workflow: WorkflowId,
     pub task: TaskId,
+    /// The path of its instance: `` or `sub/`.
+    pub scope: String,
+    /// With its path: `sub/sim[3]`.
     pub name: String,
     pub state: State,
     pub reason: Reason,
@@ -71,7 +88,9 @@ pub struct Failure {
 /// How a run ended.
 #[derive(Debug)]
 pub struct Report {
+    /// Tasks of the top level per state (a nested entry counts as one).
     pub counts: [usize; 8],
+    /// Every task that did not succeed, at every level, parents first.
     pub failures: Vec<Failure>,
     pub interrupted: bool,
     pub elapsed: Duration,
@@ -83,284 +102,446 @@ impl Report {
     }
 }
 
-/// Runs the top-level workflow of `program` to the end.
+/// One scheduler core over one workflow on one slice.
+struct Instance {
+    workflow: WorkflowId,
+    core: Core,
+    /// The parent instance and the nested entry this instance runs for.
+    parent: Option<(usize, TaskId)>,
+    /// This instance's node `i` is top-level node `nodes[i]`; its logical
+    /// core `j` there is top-level core `cores[i][j]`; likewise GPUs.
+    nodes: Vec<u32>,
+    cores: Vec<Vec<u32>>,
+    gpus: Vec<Vec<u32>>,
+    /// Prefix of its task ids: `` or `sub/`.
+    path: String,
+    level: usize,
+    done: bool,
+    /// Why attempts failed, for the summary.
+    tails: Vec<(TaskId, String, Option<String>)>,
+}
+
+struct Driver<'p> {
+    program: &'p Program,
+    opts: &'p RunOptions,
+    instances: Vec<Instance>,
+    started: Instant,
+    /// Processes running now, at every level.
+    running: usize,
+    stop: watch::Sender<Stop>,
+    done_tx: mpsc::UnboundedSender<Finished>,
+    line_tx: mpsc::UnboundedSender<Output>,
+}
+
+/// Runs the top-level workflow of `program`, and every workflow it nests,
+/// to the end.
 pub async fn run(
     program: &Program,
     opts: &RunOptions,
     observer: &mut dyn Observer,
 ) -> std::io::Result<Report> {
-    let started = Instant::now();
-    let now = || Time(started.elapsed().as_millis() as u64);
-    let workflow = program.root();
-    let mut core = Core::for_workflow(opts.capacity, opts.policy, workflow, now());
-    let (stop_tx, stop_rx) = watch::channel(Stop::Run);
+    let (stop, _) = watch::channel(Stop::Run);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
     let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Output>();
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    let capacity = opts.capacity;
+    let mut driver = Driver {
+        program,
+        opts,
+        instances: Vec::new(),
+        started: Instant::now(),
+        running: 0,
+        stop,
+        done_tx,
+        line_tx,
+    };
+    let root = Instance {
+        workflow: WorkflowId(0),
+        core: Core::for_workflow(capacity, opts.policies[0], program.root(), Time(0)),
+        parent: None,
+        nodes: (0..capacity.nodes).collect(),
+        cores: vec![(0..capacity.cores_per_node).collect(); capacity.nodes as usize],
+        gpus: vec![(0..capacity.gpus_per_node).collect(); capacity.nodes as usize],
+        path: String::new(),
+        level: 0,
+        done: false,
+        tails: Vec::new(),
+    };
+    driver.instances.push(root);
     let mut interrupted = false;
-    let mut tails: Vec<(TaskId, String, Option<String>)> = Vec::new();
-    let mut events = Vec::new();
+    let mut dirty = vec![0usize];
 
     loop {
-        core.schedule(now());
-        events.extend(core.drain());
-        for event in events.drain(..) {
-            observer.event(program, &event);
-            if let Event::Start {
-                task,
-                attempt,
-                alloc,
-                ..
-            } = &event
-            {
-                let mut launch = launch(program, opts, *task, *attempt, alloc);
-                launch.yield_after_spawn = core.running_count() == 1;
-                let (stop, done, lines) = (stop_rx.clone(), done_tx.clone(), line_tx.clone());
-                tokio::spawn(async move {
-                    let finished = exec::run_attempt(launch, stop, lines).await;
-                    let _ = done.send(finished);
-                });
-            }
-        }
-        if core.is_done() {
+        driver.step(&mut dirty, observer);
+        if driver.instances[0].done {
             break;
         }
         tokio::select! {
             // Lines first: a task's last lines are shown before it is
             // reported finished.
             biased;
-            Some(Output::Line { task, stderr, line }) = line_rx.recv() => {
-                observer.output(&workflow.task_name(task), stderr, &line);
+            Some(Output::Line { instance, task, stderr, line }) = line_rx.recv() => {
+                observer.output(&driver.name(instance as usize, task), stderr, &line);
             }
             Some(finished) = done_rx.recv() => {
-                while let Ok(Output::Line { task, stderr, line }) = line_rx.try_recv() {
-                    observer.output(&workflow.task_name(task), stderr, &line);
+                while let Ok(Output::Line { instance, task, stderr, line }) = line_rx.try_recv() {
+                    observer.output(&driver.name(instance as usize, task), stderr, &line);
                 }
-                let name = workflow.task_name(finished.task);
-                if !finished.stdout.is_empty() {
-                    observer.output(&name, false, &finished.stdout);
-                }
-                if !finished.stderr.is_empty() && opts.output == OutputMode::Group {
-                    observer.output(&name, true, &finished.stderr);
-                }
-                if finished.outcome != Outcome::Success {
-                    tails.retain(|(t, _, _)| *t != finished.task);
-                    tails.push((finished.task, finished.stderr_tail.clone(), finished.error.clone()));
-                }
-                core.on_finished(now(), finished.task, finished.outcome);
-                let failed_for_good = matches!(core.state(finished.task), State::Failed | State::Timeout);
-                if failed_for_good && opts.halt != Halt::Never && !core.is_halted() {
-                    core.halt(now());
-                    if opts.halt == Halt::Now {
-                        let _ = stop_tx.send(Stop::Cancel);
-                    }
-                }
+                driver.finished(finished, observer);
+                dirty.extend(0..driver.instances.len());
             }
             _ = interrupt.recv() => {
-                interrupt_run(&mut core, &stop_tx, &mut interrupted, now());
+                driver.interrupt(&mut interrupted);
+                dirty.extend(0..driver.instances.len());
             }
             _ = terminate.recv() => {
-                interrupt_run(&mut core, &stop_tx, &mut interrupted, now());
+                driver.interrupt(&mut interrupted);
+                dirty.extend(0..driver.instances.len());
             }
         }
     }
-    events.extend(core.drain());
-    for event in events.drain(..) {
-        observer.event(program, &event);
-    }
 
-    let failures = workflow
-        .task_ids()
-        .filter_map(|task| {
-            let state = core.state(task);
+    let mut failures = Vec::new();
+    for instance in &driver.instances {
+        let workflow = program.workflow(instance.workflow);
+        for task in workflow.task_ids() {
+            let state = instance.core.state(task);
             if state == State::Succeeded {
-                return None;
+                continue;
             }
-            let (tail, error) = tails
+            let (tail, error) = instance
+                .tails
                 .iter()
+                .rev()
                 .find(|(t, _, _)| *t == task)
                 .map(|(_, tail, error)| (tail.clone(), error.clone()))
                 .unwrap_or_default();
-            Some(Failure {
+            failures.push(Failure {
+                workflow: instance.workflow,
                 task,
-                name: workflow.task_name(task),
+                scope: instance.path.clone(),
+                name: format!("{}{}", instance.path, workflow.task_name(task)),
                 state,
-                reason: core.reason(task),
-                attempts: core.attempts(task),
+                reason: instance.core.reason(task),
+                attempts: instance.core.attempts(task),
                 stderr_tail: tail,
                 error,
-            })
-        })
-        .collect();
-    Ok(Report {
-        counts: core.counts(),
-        failures,
-        interrupted,
-        elapsed: started.elapsed(),
-    })
-}
-
-fn interrupt_run(core: &mut Core, stop: &watch::Sender<Stop>, interrupted: &mut bool, now: Time) {
-    if *interrupted {
-        let _ = stop.send(Stop::Kill);
-    } else {
-        *interrupted = true;
-        core.halt(now);
-        let _ = stop.send(Stop::Cancel);
-    }
-}
-
-/// Turns a start decision into what the executor needs.
-fn launch(
-    program: &Program,
-    opts: &RunOptions,
-    task: TaskId,
-    attempt: u32,
-    alloc: &Alloc,
-) -> Launch {
-    let workflow = program.root();
-    let t = workflow.task(task);
-    let name = workflow.task_name(task);
-    let request = t.request;
-    // Ranks take the allocation's cores and GPUs in order, node by node.
-    let mut ranks = Vec::new();
-    for slice in &alloc.slices {
-        for r in 0..slice.ranks as usize {
-            let cores = &slice.cores[r * request.cores as usize..(r + 1) * request.cores as usize];
-            let gpus = &slice.gpus[r * request.gpus as usize..(r + 1) * request.gpus as usize];
-            // Logical cores beyond the machine (an emulated instance), or on
-            // another node, are scheduled but not bound.
-            let cpus: Option<Vec<usize>> = (opts.bind && slice.node == 0)
-                .then(|| {
-                    cores
-                        .iter()
-                        .map(|&c| opts.machine.cpus.get(c as usize).copied())
-                        .collect()
-                })
-                .flatten();
-            ranks.push(Rank {
-                cpus: cpus.unwrap_or_default(),
-                cores: cores.to_vec(),
-                gpus: gpus
-                    .iter()
-                    .map(|&g| {
-                        opts.machine
-                            .gpus
-                            .get(g as usize)
-                            .cloned()
-                            .unwrap_or_else(|| g.to_string())
-                    })
-                    .collect(),
             });
         }
     }
-    let mut argv = workflow.argv(task);
-    if t.nested.is_some() {
-        // A child instance runs once per node of its slice, owning all of
-        // the slice's resources there (as `flux alloc` starts one broker
-        // per node).
-        ranks = merge_per_node(alloc, &ranks);
-        let policy = workflow
-            .template(t.template)
+    Ok(Report {
+        counts: driver.instances[0].core.counts(),
+        failures,
+        interrupted,
+        elapsed: driver.started.elapsed(),
+    })
+}
+
+impl Driver<'_> {
+    fn now(&self) -> Time {
+        Time(self.started.elapsed().as_millis() as u64)
+    }
+
+    fn name(&self, instance: usize, task: TaskId) -> String {
+        let inst = &self.instances[instance];
+        format!(
+            "{}{}",
+            inst.path,
+            self.program.workflow(inst.workflow).task_name(task)
+        )
+    }
+
+    /// Schedules the instances that may have work, acts on their decisions,
+    /// and closes instances that are done, until nothing changes.
+    fn step(&mut self, dirty: &mut Vec<usize>, observer: &mut dyn Observer) {
+        while let Some(i) = dirty.pop() {
+            if self.instances[i].done {
+                continue;
+            }
+            let now = self.now();
+            self.instances[i].core.schedule(now);
+            let events: Vec<Event> = self.instances[i].core.drain().collect();
+            for event in &events {
+                observer.event(self.program, &self.instances[i].path, event);
+                if let Event::Start {
+                    task,
+                    attempt,
+                    alloc,
+                    ..
+                } = event
+                {
+                    self.start(i, *task, *attempt, alloc, dirty);
+                }
+            }
+            if self.instances[i].core.is_done() {
+                self.close(i, dirty);
+            }
+            dirty.sort_unstable();
+            dirty.dedup();
+        }
+    }
+
+    fn start(
+        &mut self,
+        i: usize,
+        task: TaskId,
+        attempt: u32,
+        alloc: &Alloc,
+        dirty: &mut Vec<usize>,
+    ) {
+        let inst = &self.instances[i];
+        let workflow = self.program.workflow(inst.workflow);
+        let t = workflow.task(task);
+        // The allocation in top-level ids, slice by slice.
+        let slices: Vec<(u32, Vec<u32>, Vec<u32>, u64)> = alloc
+            .slices
+            .iter()
+            .map(|s| {
+                let n = s.node as usize;
+                (
+                    inst.nodes[n],
+                    s.cores.iter().map(|&c| inst.cores[n][c as usize]).collect(),
+                    s.gpus.iter().map(|&g| inst.gpus[n][g as usize]).collect(),
+                    s.mem,
+                )
+            })
+            .collect();
+        if let Some(child) = t.nested {
+            self.start_nested(i, task, child, &slices, dirty);
+            return;
+        }
+        let request = t.request;
+        let mut ranks = Vec::new();
+        for (node, cores, gpus, _) in &slices {
+            let per = request.cores as usize;
+            let per_gpu = request.gpus as usize;
+            for r in 0..cores.len() / per.max(1) {
+                let cores = &cores[r * per..(r + 1) * per];
+                let gpus = if per_gpu == 0 {
+                    &[][..]
+                } else {
+                    &gpus[r * per_gpu..(r + 1) * per_gpu]
+                };
+                // Logical cores beyond the machine (an emulated instance),
+                // or on another node, are scheduled but not bound.
+                let cpus: Option<Vec<usize>> = (self.opts.bind && *node == 0)
+                    .then(|| {
+                        cores
+                            .iter()
+                            .map(|&c| self.opts.machine.cpus.get(c as usize).copied())
+                            .collect()
+                    })
+                    .flatten();
+                ranks.push(Rank {
+                    cpus: cpus.unwrap_or_default(),
+                    cores: cores.to_vec(),
+                    gpus: gpus
+                        .iter()
+                        .map(|&g| {
+                            self.opts
+                                .machine
+                                .gpus
+                                .get(g as usize)
+                                .cloned()
+                                .unwrap_or_else(|| g.to_string())
+                        })
+                        .collect(),
+                });
+            }
+        }
+        let name = self.name(i, task);
+        let cwd = match workflow.cwd(task) {
+            Some(dir) => self.opts.cwd.join(dir),
+            None => self.opts.cwd.clone(),
+        };
+        let files = match (workflow.output(task), self.opts.output) {
+            (Some(file), _) => {
+                let path = cwd.join(file);
+                Some((path.clone(), path))
+            }
+            (None, OutputMode::Files) => {
+                let dir = self.opts.run_dir.join("out");
+                let safe = name.replace('/', "_");
+                Some((
+                    dir.join(format!("{safe}.out")),
+                    dir.join(format!("{safe}.err")),
+                ))
+            }
+            _ => None,
+        };
+        self.running += 1;
+        let launch = Launch {
+            instance: i as u32,
+            task,
+            attempt,
+            name,
+            argv: workflow.argv(task),
+            env: workflow.environment(task),
+            cwd,
+            ranks,
+            time_limit: t.time_limit.map(|s| Duration::from_secs(s.get())),
+            mode: self.opts.output,
+            files,
+            run_dir: self.opts.run_dir.clone(),
+            grace: self.opts.grace,
+            depth: self.opts.depth + inst.level as u32 + 1,
+            mem: request.mem,
+            yield_after_spawn: self.running == 1,
+        };
+        let (stop, done) = (self.stop.subscribe(), self.done_tx.clone());
+        let lines = self.line_tx.clone();
+        tokio::spawn(async move {
+            let finished = exec::run_attempt(launch, stop, lines).await;
+            let _ = done.send(finished);
+        });
+    }
+
+    /// A nested entry started: its child instance takes over its slice.
+    fn start_nested(
+        &mut self,
+        i: usize,
+        task: TaskId,
+        child: WorkflowId,
+        slices: &[(u32, Vec<u32>, Vec<u32>, u64)],
+        dirty: &mut Vec<usize>,
+    ) {
+        let parent = &self.instances[i];
+        let workflow = self.program.workflow(parent.workflow);
+        let template = workflow.template(workflow.task(task).template);
+        let request = workflow.task(task).request;
+        let level = parent.level + 1;
+        let policy = template
             .extras
             .as_ref()
-            .and_then(|x| x.policy.as_deref());
-        argv = nested_argv(
-            opts,
-            policy,
-            &argv,
-            &request,
-            ranks.iter().all(|r| !r.cpus.is_empty()),
-        );
-    }
-    let cwd = match workflow.cwd(task) {
-        Some(dir) => opts.cwd.join(dir),
-        None => opts.cwd.clone(),
-    };
-    let safe = name.replace('/', "_");
-    let files = match (workflow.output(task), opts.output) {
-        (Some(file), _) => {
-            let path = cwd.join(file);
-            Some((path.clone(), path))
+            .and_then(|x| x.policy.as_deref())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| self.opts.policies[level.min(self.opts.policies.len() - 1)]);
+        // Every node of the slice counts as the smallest share it got, so
+        // the child can never use more than it was given.
+        let capacity = Capacity {
+            nodes: slices.len() as u32,
+            cores_per_node: slices.iter().map(|s| s.1.len() as u32).min().unwrap_or(0),
+            gpus_per_node: slices.iter().map(|s| s.2.len() as u32).min().unwrap_or(0),
+            mem_per_node: if request.mem > 0 {
+                slices.iter().map(|s| s.3).min().unwrap_or(0)
+            } else {
+                self.opts.capacity.mem_per_node
+            },
+        };
+        let path = format!("{}{}/", parent.path, workflow.task_name(task));
+        let child_wf = self.program.workflow(child);
+        let now = self.now();
+        let too_big = child_wf
+            .task_ids()
+            .find(|&t| capacity.fits(&child_wf.task(t).request).is_err());
+        if let Some(t) = too_big {
+            // Checked against its slice before the run; a slice spread over
+            // nodes at run time can still be too small.
+            let why = format!(
+                "task `{path}{}` does not fit the slice it was given ({capacity})",
+                child_wf.task_name(t)
+            );
+            self.instances[i]
+                .tails
+                .push((task, String::new(), Some(why)));
+            self.instances[i]
+                .core
+                .on_finished(now, task, Outcome::SpawnError);
+            dirty.push(i);
+            return;
         }
-        (None, OutputMode::Files) => {
-            let dir = opts.run_dir.join("out");
-            Some((
-                dir.join(format!("{safe}.out")),
-                dir.join(format!("{safe}.err")),
-            ))
-        }
-        _ => None,
-    };
-    Launch {
-        task,
-        attempt,
-        name,
-        argv,
-        env: workflow.environment(task),
-        cwd,
-        ranks,
-        time_limit: t.time_limit.map(|s| Duration::from_secs(s.get())),
-        mode: opts.output,
-        files,
-        run_dir: opts.run_dir.clone(),
-        grace: opts.grace,
-        yield_after_spawn: false,
+        self.instances.push(Instance {
+            workflow: child,
+            core: Core::for_workflow(capacity, policy, child_wf, now),
+            parent: Some((i, task)),
+            nodes: slices.iter().map(|s| s.0).collect(),
+            cores: slices.iter().map(|s| s.1.clone()).collect(),
+            gpus: slices.iter().map(|s| s.2.clone()).collect(),
+            path,
+            level,
+            done: false,
+            tails: Vec::new(),
+        });
+        dirty.push(self.instances.len() - 1);
     }
-}
 
-fn merge_per_node(alloc: &Alloc, ranks: &[Rank]) -> Vec<Rank> {
-    let mut merged = Vec::new();
-    let mut at = 0;
-    for slice in &alloc.slices {
-        let mut node = Rank::default();
-        for rank in &ranks[at..at + slice.ranks as usize] {
-            node.cpus.extend(&rank.cpus);
-            node.cores.extend(&rank.cores);
-            node.gpus.extend(rank.gpus.iter().cloned());
-        }
-        at += slice.ranks as usize;
-        merged.push(node);
+    /// Every task of instance `i` reached a final state: its entry in the
+    /// parent ends, successfully only if they all succeeded.
+    fn close(&mut self, i: usize, dirty: &mut Vec<usize>) {
+        self.instances[i].done = true;
+        let Some((parent, task)) = self.instances[i].parent else {
+            return;
+        };
+        let counts = self.instances[i].core.counts();
+        let total: usize = counts.iter().sum();
+        let ok = counts[State::Succeeded as usize];
+        let outcome = if ok == total {
+            Outcome::Success
+        } else {
+            let why = format!(
+                "{} of {total} tasks of its workflow did not succeed",
+                total - ok
+            );
+            self.instances[parent]
+                .tails
+                .push((task, String::new(), Some(why)));
+            if *self.stop.borrow() == Stop::Run {
+                Outcome::Exit(1)
+            } else {
+                Outcome::Cancelled
+            }
+        };
+        let now = self.now();
+        self.instances[parent].core.on_finished(now, task, outcome);
+        dirty.push(parent);
     }
-    merged
-}
 
-/// A nested entry runs a child slurp on exactly its slice. (The embedded,
-/// in-process child instance is the nested-allocation issue's; until then
-/// the child is a process told its slice.)
-fn nested_argv(
-    opts: &RunOptions,
-    policy: Option<&str>,
-    argv: &[String],
-    request: &crate::ir::Request,
-    bound: bool,
-) -> Vec<String> {
-    let slice = opts.capacity.slice(request);
-    let mut out = vec![
-        opts.exe.display().to_string(),
-        "run".to_owned(),
-        "--cores".to_owned(),
-        slice.cores_per_node.to_string(),
-        "--gpus".to_owned(),
-        slice.gpus_per_node.to_string(),
-        "--mem".to_owned(),
-        format!("{}B", slice.mem_per_node),
-        "--output".to_owned(),
-        match opts.output {
-            OutputMode::Tag => "tag",
-            OutputMode::None => "none",
-            OutputMode::Files => "files",
-            OutputMode::Group => "group",
+    fn finished(&mut self, finished: Finished, observer: &mut dyn Observer) {
+        self.running -= 1;
+        let i = finished.instance as usize;
+        let name = self.name(i, finished.task);
+        if !finished.stdout.is_empty() {
+            observer.output(&name, false, &finished.stdout);
         }
-        .to_owned(),
-    ];
-    if !bound {
-        out.push("--no-bind".to_owned());
+        if !finished.stderr.is_empty() && self.opts.output == OutputMode::Group {
+            observer.output(&name, true, &finished.stderr);
+        }
+        if finished.outcome != Outcome::Success {
+            self.instances[i].tails.push((
+                finished.task,
+                finished.stderr_tail.clone(),
+                finished.error.clone(),
+            ));
+        }
+        let now = self.now();
+        let core = &mut self.instances[i].core;
+        core.on_finished(now, finished.task, finished.outcome);
+        let failed_for_good = matches!(core.state(finished.task), State::Failed | State::Timeout);
+        if failed_for_good && self.opts.halt != Halt::Never {
+            self.halt_all();
+            if self.opts.halt == Halt::Now {
+                self.stop.send_replace(Stop::Cancel);
+            }
+        }
     }
-    if let Some(policy) = policy {
-        out.extend(["--policy".to_owned(), policy.to_owned()]);
+
+    fn halt_all(&mut self) {
+        let now = self.now();
+        for instance in &mut self.instances {
+            if !instance.core.is_halted() {
+                instance.core.halt(now);
+            }
+        }
     }
-    out.extend(argv.iter().skip(1).cloned());
-    out
+
+    fn interrupt(&mut self, interrupted: &mut bool) {
+        if *interrupted {
+            self.stop.send_replace(Stop::Kill);
+        } else {
+            *interrupted = true;
+            self.halt_all();
+            self.stop.send_replace(Stop::Cancel);
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub struct Test {
     dir: tempfile::TempDir,
     args: Vec<String>,
     stdin: Option<Vec<u8>>,
+    env: Vec<(String, String)>,
 }
 
 pub struct Run {
@@ -25,6 +26,7 @@ impl Test {
             dir: tempfile::tempdir().expect("temp dir"),
             args: Vec::new(),
             stdin: None,
+            env: Vec::new(),
         }
     }
 
@@ -46,6 +48,11 @@ impl Test {
         self
     }
 
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
     pub fn stdin(mut self, input: &str) -> Self {
         self.stdin = Some(input.as_bytes().to_vec());
         self
@@ -57,6 +64,11 @@ impl Test {
             .current_dir(self.dir.path())
             .env("NO_COLOR", "1")
             .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("SLURP_GPUS")
+            .env_remove("SLURP_MEM")
+            .env_remove("SLURP_DEPTH")
+            .env_remove("SLURP_RUN_DIR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
             } else {

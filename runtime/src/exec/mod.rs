@@ -57,6 +57,8 @@ pub struct Rank {
 /// Everything needed to start one attempt of one task.
 #[derive(Debug, Clone)]
 pub struct Launch {
+    /// The instance (the top level, or a nested one) the task belongs to.
+    pub instance: u32,
     pub task: TaskId,
     pub attempt: u32,
     /// The task id users see (`sim[3]`).
@@ -72,6 +74,12 @@ pub struct Launch {
     pub files: Option<(PathBuf, PathBuf)>,
     pub run_dir: PathBuf,
     pub grace: Duration,
+    /// Nesting depth of the task's instance, counted from the outermost
+    /// slurp (`SLURP_DEPTH`), so a slurp started inside can refuse to nest
+    /// without end.
+    pub depth: u32,
+    /// Bytes reserved for each rank (`SLURP_MEM`), 0 for none.
+    pub mem: u64,
     /// Give up the CPU right after spawning: worth it when this is the only
     /// task running (a chain of dependencies), harmful when others compete.
     pub yield_after_spawn: bool,
@@ -91,6 +99,7 @@ pub enum Stop {
 #[derive(Debug)]
 pub enum Output {
     Line {
+        instance: u32,
         task: TaskId,
         stderr: bool,
         line: Vec<u8>,
@@ -100,6 +109,7 @@ pub enum Output {
 /// How an attempt ended.
 #[derive(Debug)]
 pub struct Finished {
+    pub instance: u32,
     pub task: TaskId,
     pub attempt: u32,
     pub outcome: Outcome,
@@ -123,6 +133,7 @@ pub async fn run_attempt(
 ) -> Finished {
     let started = Instant::now();
     let mut finished = Finished {
+        instance: launch.instance,
         task: launch.task,
         attempt: launch.attempt,
         outcome: Outcome::Success,
@@ -311,6 +322,10 @@ fn spawn_ranks(
     set("SLURP_TASK_ID", OsStr::new(&launch.name));
     set("SLURP_NTASKS", OsStr::new(&ntasks));
     set("SLURP_RUN_DIR", launch.run_dir.as_os_str());
+    set("SLURP_DEPTH", OsStr::new(&launch.depth.to_string()));
+    if launch.mem > 0 {
+        set("SLURP_MEM", OsStr::new(&launch.mem.to_string()));
+    }
     let files = match &launch.files {
         Some((out, err)) => {
             Some(open_files(out, err).map_err(|e| format!("cannot open output file: {e}"))?)
@@ -381,7 +396,13 @@ fn spawn_ranks(
             let Some(fd) = fd else { continue };
             let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
                 .map_err(|e| format!("cannot read a pipe: {e}"))?;
-            let reader = read_stream(receiver, launch.mode, launch.task, is_err, lines.clone());
+            let reader = read_stream(
+                receiver,
+                launch.mode,
+                (launch.instance, launch.task),
+                is_err,
+                lines.clone(),
+            );
             if is_err {
                 err_readers.push(reader);
             } else {
@@ -528,7 +549,7 @@ fn open_files(out: &Path, err: &Path) -> std::io::Result<(std::fs::File, std::fs
 fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
     stream: R,
     mode: OutputMode,
-    task: TaskId,
+    (instance, task): (u32, TaskId),
     stderr: bool,
     lines: mpsc::UnboundedSender<Output>,
 ) -> tokio::task::JoinHandle<Vec<u8>> {
@@ -547,6 +568,7 @@ fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
                                 keep_tail(&mut kept, &line);
                             }
                             let _ = lines.send(Output::Line {
+                                instance,
                                 task,
                                 stderr,
                                 line: line.clone(),
