@@ -269,3 +269,31 @@ fn nesting_without_end_at_run_time_is_stopped() {
         .invalid()
         .stderr_has(&["nested 64 levels deep", "the limit is 64"]);
 }
+
+#[test]
+fn a_nested_entry_past_its_time_limit_stops_its_whole_instance() {
+    let start = Instant::now();
+    let run = Test::new()
+        .file(
+            "top.slurp",
+            "task sub time=1s: slurp child.slurp\ntask next after=sub: echo never\n",
+        )
+        .file(
+            "child.slurp",
+            "task a: sleep 30\ntask b after=a: echo never\n",
+        )
+        .args(&["--grace", "1s", "top.slurp"])
+        .run();
+    assert_eq!(run.status, 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(!run.stdout.contains("never"));
+    run.stderr_has(&[
+        "timeout   sub  ran past its time limit",
+        "skipped   next",
+        "cancelled sub/a",
+    ]);
+}

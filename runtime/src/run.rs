@@ -102,6 +102,13 @@ impl Report {
     }
 }
 
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// One scheduler core over one workflow on one slice.
 struct Instance {
     workflow: WorkflowId,
@@ -119,6 +126,11 @@ struct Instance {
     done: bool,
     /// Why attempts failed, for the summary.
     tails: Vec<(TaskId, String, Option<String>)>,
+    /// Tells this instance's running attempts to stop.
+    stop: watch::Sender<Stop>,
+    /// A nested entry's time limit, when it has one.
+    deadline: Option<Time>,
+    timed_out: bool,
 }
 
 struct Driver<'p> {
@@ -128,7 +140,8 @@ struct Driver<'p> {
     started: Instant,
     /// Processes running now, at every level.
     running: usize,
-    stop: watch::Sender<Stop>,
+    /// Set once the whole run is being stopped.
+    stopping: Stop,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
 }
@@ -140,7 +153,6 @@ pub async fn run(
     opts: &RunOptions,
     observer: &mut dyn Observer,
 ) -> std::io::Result<Report> {
-    let (stop, _) = watch::channel(Stop::Run);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
     let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Output>();
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -152,7 +164,7 @@ pub async fn run(
         instances: Vec::new(),
         started: Instant::now(),
         running: 0,
-        stop,
+        stopping: Stop::Run,
         done_tx,
         line_tx,
     };
@@ -167,6 +179,9 @@ pub async fn run(
         level: 0,
         done: false,
         tails: Vec::new(),
+        stop: watch::channel(Stop::Run).0,
+        deadline: None,
+        timed_out: false,
     };
     driver.instances.push(root);
     let mut interrupted = false;
@@ -177,6 +192,14 @@ pub async fn run(
         if driver.instances[0].done {
             break;
         }
+        let deadline = driver
+            .instances
+            .iter()
+            .filter(|i| !i.done && !i.timed_out)
+            .filter_map(|i| i.deadline)
+            .min();
+        let wake = deadline
+            .map(|d| tokio::time::Instant::from_std(driver.started + Duration::from_millis(d.0)));
         tokio::select! {
             // Lines first: a task's last lines are shown before it is
             // reported finished.
@@ -189,6 +212,10 @@ pub async fn run(
                     observer.output(&driver.name(instance as usize, task), stderr, &line);
                 }
                 driver.finished(finished, observer);
+                dirty.extend(0..driver.instances.len());
+            }
+                        _ = sleep_until(wake) => {
+                driver.expire();
                 dirty.extend(0..driver.instances.len());
             }
             _ = interrupt.recv() => {
@@ -389,7 +416,7 @@ impl Driver<'_> {
             mem: request.mem,
             yield_after_spawn: self.running == 1,
         };
-        let (stop, done) = (self.stop.subscribe(), self.done_tx.clone());
+        let (stop, done) = (self.instances[i].stop.subscribe(), self.done_tx.clone());
         let lines = self.line_tx.clone();
         tokio::spawn(async move {
             let finished = exec::run_attempt(launch, stop, lines).await;
@@ -451,10 +478,19 @@ impl Driver<'_> {
             dirty.push(i);
             return;
         }
+        let deadline = workflow
+            .task(task)
+            .time_limit
+            .map(|s| now.plus_secs(s.get()));
+        // Joining a run that is already being stopped: stop at once too.
+        let stop = watch::channel(self.stopping).0;
         self.instances.push(Instance {
             workflow: child,
             core: Core::for_workflow(capacity, policy, child_wf, now),
             parent: Some((i, task)),
+            stop,
+            deadline,
+            timed_out: false,
             nodes: slices.iter().map(|s| s.0).collect(),
             cores: slices.iter().map(|s| s.1.clone()).collect(),
             gpus: slices.iter().map(|s| s.2.clone()).collect(),
@@ -476,7 +512,9 @@ impl Driver<'_> {
         let counts = self.instances[i].core.counts();
         let total: usize = counts.iter().sum();
         let ok = counts[State::Succeeded as usize];
-        let outcome = if ok == total {
+        let outcome = if self.instances[i].timed_out {
+            Outcome::Timeout
+        } else if ok == total {
             Outcome::Success
         } else {
             let why = format!(
@@ -486,7 +524,7 @@ impl Driver<'_> {
             self.instances[parent]
                 .tails
                 .push((task, String::new(), Some(why)));
-            if *self.stop.borrow() == Stop::Run {
+            if self.stopping == Stop::Run {
                 Outcome::Exit(1)
             } else {
                 Outcome::Cancelled
@@ -521,7 +559,7 @@ impl Driver<'_> {
         if failed_for_good && self.opts.halt != Halt::Never {
             self.halt_all();
             if self.opts.halt == Halt::Now {
-                self.stop.send_replace(Stop::Cancel);
+                self.stop_all(Stop::Cancel);
             }
         }
     }
@@ -537,11 +575,54 @@ impl Driver<'_> {
 
     fn interrupt(&mut self, interrupted: &mut bool) {
         if *interrupted {
-            self.stop.send_replace(Stop::Kill);
+            self.stop_all(Stop::Kill);
         } else {
             *interrupted = true;
             self.halt_all();
-            self.stop.send_replace(Stop::Cancel);
+            self.stop_all(Stop::Cancel);
+        }
+    }
+
+    fn stop_all(&mut self, stop: Stop) {
+        self.stopping = stop;
+        for instance in &self.instances {
+            instance.stop.send_replace(stop);
+        }
+    }
+
+    /// Nested entries past their time limit: their instance, and every
+    /// instance below it, start nothing more and stop what runs.
+    fn expire(&mut self) {
+        let now = self.now();
+        let expired: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| {
+                let inst = &self.instances[i];
+                !inst.done && !inst.timed_out && inst.deadline.is_some_and(|d| d <= now)
+            })
+            .collect();
+        for j in expired {
+            self.instances[j].timed_out = true;
+            for k in 0..self.instances.len() {
+                if self.is_within(k, j) && !self.instances[k].done {
+                    if !self.instances[k].core.is_halted() {
+                        self.instances[k].core.halt(now);
+                    }
+                    self.instances[k].stop.send_replace(Stop::Cancel);
+                }
+            }
+        }
+    }
+
+    /// Whether instance `k` is `j` or nested (at any depth) inside it.
+    fn is_within(&self, mut k: usize, j: usize) -> bool {
+        loop {
+            if k == j {
+                return true;
+            }
+            match self.instances[k].parent {
+                Some((parent, _)) => k = parent,
+                None => return false,
+            }
         }
     }
 }
