@@ -52,3 +52,14 @@ t_chain=$(printf '%s\n' "${chains[@]}" | median)
 echo "chain: $chain tasks, each after the previous one (median of 5 interleaved runs)"
 printf '  shell loop     %7.2f s\n' "$t_loop_exec"
 printf '  slurp          %7.2f s   %sx the loop\n' "$t_chain" "$(ratio "$t_chain" "$t_loop_exec")"
+
+# Nested instances: 1,000 child instances of 10 tasks each against the same
+# 10,000 tasks flat, in the same run.
+seq 10 | sed 's/.*/true/' > ten.slurp
+echo "task n[i=1..1000]: slurp ten.slurp" > nested.slurp
+seq 10000 | sed 's/.*/true/' > flat.slurp
+t_flat=$(seconds "$slurp" flat.slurp)
+t_nested=$(seconds "$slurp" nested.slurp)
+echo "nesting: 1000 nested instances of 10 tasks against 10000 tasks flat"
+printf '  flat           %7.2f s\n' "$t_flat"
+printf '  nested         %7.2f s   %sx flat\n' "$t_nested" "$(ratio "$t_nested" "$t_flat")"
