@@ -68,6 +68,10 @@ struct RunArgs {
     /// Time between SIGTERM and SIGKILL when a task is stopped
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     grace: String,
+    /// Keep no journal (.slurp/runs/RUN/events.jsonl): `slurp status` and
+    /// `slurp runs` will not know this run
+    #[arg(long)]
+    no_journal: bool,
     #[command(flatten)]
     instance: InstanceArgs,
 }
@@ -98,6 +102,16 @@ enum Command {
         task: Option<String>,
         #[command(flatten)]
         instance: InstanceArgs,
+    },
+    /// List the runs recorded in .slurp/ here, oldest first
+    Runs,
+    /// Show a run's tasks per state and what did not succeed (default: the latest run)
+    Status {
+        /// A run id as `slurp runs` lists it, or a unique prefix of one
+        run: Option<String>,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
     },
     /// Show the resources this instance owns (detected, or as overridden)
     Resources {
@@ -175,6 +189,8 @@ pub fn run() -> ExitCode {
             instance,
         }) => jobspec(&file, task.as_deref(), &instance),
         Some(Command::Resources { json, instance }) => resources(json, &instance),
+        Some(Command::Runs) => crate::console::runs(),
+        Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
     };
     match result {
         Ok(code) => code,
@@ -435,7 +451,7 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let run_dir = match std::env::var_os("SLURP_RUN_DIR") {
+    let run_dir: PathBuf = match std::env::var_os("SLURP_RUN_DIR") {
         Some(parent) => PathBuf::from(parent).join("nested").join(format!(
             "{}-{}",
             std::env::var("SLURP_TASK_ID")
@@ -443,7 +459,10 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
                 .replace('/', "_"),
             std::process::id()
         )),
-        None => opts.cwd.join(".slurp").join("runs").join(run_id()),
+        None => match slurp_runtime::journal::open_store(&opts.cwd)? {
+            Ok(store) => store.join("runs").join(run_id()),
+            Err(mismatch) => return usage(format!("{mismatch}")),
+        },
     };
     std::fs::create_dir_all(&run_dir)?;
     let options = RunOptions {
@@ -467,6 +486,30 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         run_dir,
         depth,
     };
+    let files: Vec<(String, &str)> = loaded
+        .sources
+        .iter()
+        .map(|f| (f.display.clone(), &*f.text))
+        .collect();
+    let root_name = loaded
+        .sources
+        .get(loaded.program.root().file)
+        .display
+        .clone();
+    let run_name = options
+        .run_dir
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let journal = if args.no_journal {
+        None
+    } else {
+        Some(slurp_runtime::journal::Journal::create(
+            &options.run_dir,
+            &run_name,
+            &root_name,
+            &files,
+        )?)
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -475,6 +518,7 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         &loaded.program,
         &options,
         &mut console,
+        journal,
     ))?;
     // A nested instance that succeeded says nothing: its parent reports.
     let nested = std::env::var_os("SLURP_RUN_DIR").is_some();

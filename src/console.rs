@@ -11,7 +11,9 @@ use slurp_interpreter::Loaded;
 use slurp_runtime::Program;
 use slurp_runtime::core::{Event, Outcome, Reason, State};
 use slurp_runtime::exec::OutputMode;
+use slurp_runtime::journal::Replay;
 use slurp_runtime::run::{Observer, Report};
+use std::process::ExitCode;
 
 pub struct Console {
     mode: OutputMode,
@@ -134,4 +136,178 @@ pub fn summary(loaded: &Loaded, report: &Report) {
         ));
     }
     let _ = io::stderr().write_all(out.as_bytes());
+}
+
+/// The runs of `.slurp/` in the working directory, or why there are none.
+fn store() -> io::Result<Result<std::path::PathBuf, String>> {
+    let cwd = std::env::current_dir()?;
+    let store = cwd.join(".slurp");
+    if !store.join("runs").is_dir() {
+        return Ok(Err(
+            "no runs here: .slurp/ is created by the first `slurp FILE` in this directory"
+                .to_owned(),
+        ));
+    }
+    Ok(match slurp_runtime::journal::open_store(&cwd)? {
+        Ok(store) => Ok(store),
+        Err(mismatch) => Err(mismatch.to_string()),
+    })
+}
+
+fn how(replay: &Replay) -> &'static str {
+    match replay.ended {
+        Some(false) => "ended",
+        Some(true) => "interrupted",
+        None if replay.live() => "running",
+        None => "killed",
+    }
+}
+
+fn counts_line(counts: &[usize; 8]) -> String {
+    let parts: Vec<String> = State::ALL
+        .iter()
+        .filter(|s| counts[**s as usize] > 0)
+        .map(|s| format!("{} {s}", counts[*s as usize]))
+        .collect();
+    if parts.is_empty() {
+        "no task yet".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `slurp runs`: one line per run.
+pub fn runs() -> io::Result<ExitCode> {
+    let store = match store()? {
+        Ok(store) => store,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut out = io::stdout().lock();
+    for dir in slurp_runtime::journal::runs(&store)? {
+        let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+        let id = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        writeln!(
+            out,
+            "{id:<22} {:<12} {:<30} {}",
+            how(&replay),
+            replay.workflow,
+            counts_line(&replay.counts())
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `slurp status [RUN]`: counts per state and every task that did not
+/// succeed, nested ones with their path. Works while the run is live.
+pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
+    let store = match store()? {
+        Ok(store) => store,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let all = slurp_runtime::journal::runs(&store)?;
+    let name = |p: &std::path::PathBuf| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let chosen: Vec<&std::path::PathBuf> = match run {
+        Some(prefix) => all.iter().filter(|p| name(p).starts_with(prefix)).collect(),
+        None => all.last().into_iter().collect(),
+    };
+    let dir = match chosen[..] {
+        [one] => one,
+        [] => {
+            eprintln!(
+                "error: no run {}",
+                run.map_or("yet".to_owned(), |r| format!("matches `{r}`"))
+            );
+            eprintln!("hint: `slurp runs` lists the runs of this directory");
+            return Ok(ExitCode::from(2));
+        }
+        _ => {
+            eprintln!(
+                "error: `{}` matches {} runs",
+                run.unwrap_or_default(),
+                chosen.len()
+            );
+            eprintln!("hint: give more of the run id, as `slurp runs` lists it");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+    let mut out = io::stdout().lock();
+    if json {
+        let value = serde_json::json!({
+            "run": name(dir),
+            "workflow": replay.workflow,
+            "state": how(&replay),
+            "counts": State::ALL.iter().map(|s| (s.name(), replay.counts()[*s as usize])).collect::<std::collections::BTreeMap<_, _>>(),
+            "tasks": replay.tasks.iter().map(|(id, (state, reason))| serde_json::json!({"id": id, "state": state, "reason": reason, "attempts": replay.attempts.get(id).copied().unwrap_or(0)})).collect::<Vec<_>>(),
+            "torn_last_line": replay.torn,
+        });
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "run {}  {}  {}",
+        name(dir),
+        replay.workflow,
+        how(&replay)
+    )?;
+    writeln!(out, "  {}", counts_line(&replay.counts()))?;
+    for (id, (state, reason)) in &replay.tasks {
+        if matches!(
+            state,
+            State::Succeeded | State::Running | State::Runnable | State::Pending
+        ) {
+            continue;
+        }
+        writeln!(out, "  {:<9} {id}  {}", state.name(), describe(reason))?;
+    }
+    if replay.torn {
+        writeln!(
+            out,
+            "  (the journal's last line is incomplete: the run is being written, or was killed mid-line)"
+        )?;
+    }
+    if !replay.bad_lines.is_empty() {
+        writeln!(
+            out,
+            "  (lines {:?} of the journal are not records and were skipped)",
+            replay.bad_lines
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A journaled reason, as the summary words it.
+fn describe(reason: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match reason {
+        Value::String(s) if s == "halted" => "not started: the run was stopped".to_owned(),
+        Value::Object(o) => match (o.get("ended"), o.get("dependency"), o.get("retry")) {
+            (Some(ended), _, _) => match ended {
+                Value::Object(e) if e.contains_key("exit") => format!("exit status {}", e["exit"]),
+                Value::Object(e) if e.contains_key("signal") => {
+                    format!("killed by signal {}", e["signal"])
+                }
+                Value::String(s) if s == "timeout" => "ran past its time limit".to_owned(),
+                Value::String(s) if s == "spawn_error" => "could not start".to_owned(),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+            (_, Some(Value::String(dep)), _) => format!("dependency `{dep}` did not succeed"),
+            _ => Value::Object(o.clone()).to_string(),
+        },
+        other => other.to_string(),
+    }
 }

@@ -9,6 +9,7 @@ pub mod core;
 pub mod exec;
 mod ir;
 pub mod jobspec;
+pub mod journal;
 mod resources;
 pub mod run;
 

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use crate::core::{Alloc, Core, Event, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
 use crate::ir::{Program, TaskId, WorkflowId};
+use crate::journal::{Journal, Record};
 use crate::resources::{Capacity, Machine};
 
 /// What to do when a task fails for good.
@@ -142,6 +143,9 @@ struct Driver<'p> {
     running: usize,
     /// Set once the whole run is being stopped.
     stopping: Stop,
+    journal: Option<Journal>,
+    /// A journal write failed (reported once).
+    journal_error: bool,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
 }
@@ -152,6 +156,7 @@ pub async fn run(
     program: &Program,
     opts: &RunOptions,
     observer: &mut dyn Observer,
+    journal: Option<Journal>,
 ) -> std::io::Result<Report> {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
     let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Output>();
@@ -165,6 +170,8 @@ pub async fn run(
         started: Instant::now(),
         running: 0,
         stopping: Stop::Run,
+        journal,
+        journal_error: false,
         done_tx,
         line_tx,
     };
@@ -229,6 +236,11 @@ pub async fn run(
         }
     }
 
+    let end = Record::End {
+        t: driver.now().0,
+        interrupted,
+    };
+    driver.log(end);
     let mut failures = Vec::new();
     for instance in &driver.instances {
         let workflow = program.workflow(instance.workflow);
@@ -270,6 +282,21 @@ impl Driver<'_> {
         Time(self.started.elapsed().as_millis() as u64)
     }
 
+    fn log(&mut self, record: Record) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        if let Err(e) = journal.write(&record)
+            && !self.journal_error
+        {
+            self.journal_error = true;
+            eprintln!(
+                "slurp: cannot write the journal {}: {e}; this run cannot be resumed",
+                journal.dir().join("events.jsonl").display()
+            );
+        }
+    }
+
     fn name(&self, instance: usize, task: TaskId) -> String {
         let inst = &self.instances[instance];
         format!(
@@ -290,6 +317,15 @@ impl Driver<'_> {
             self.instances[i].core.schedule(now);
             let events: Vec<Event> = self.instances[i].core.drain().collect();
             for event in &events {
+                // Journaled before it is acted on: a start is on record
+                // before its process exists.
+                let record = Journal::record(
+                    self.program,
+                    self.instances[i].workflow,
+                    &self.instances[i].path,
+                    event,
+                );
+                self.log(record);
                 observer.event(self.program, &self.instances[i].path, event);
                 if let Event::Start {
                     task,

@@ -1,0 +1,316 @@
+//! The run journal: an append-only event log per run, and its replay.
+//!
+//! `.slurp/` in the working directory holds `VERSION` (the format, so a
+//! future change is detected rather than misread) and `runs/RUN/` per run:
+//! `events.jsonl` and `files/`, a copy of every workflow file the run read
+//! (as parsed: editing a file mid-run changes nothing).
+//!
+//! `events.jsonl` is JSON lines. The first is a header (run id, process id,
+//! workflow, start time); then one line per state transition or start,
+//! written and flushed to the kernel before slurp acts on it, so killing
+//! slurp at any instant — SIGKILL included — loses no transition it had
+//! already acted on; the last line of a killed run may be torn, and replay
+//! reports it and goes on. A closing line records how the run ended.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::{Event, State};
+use crate::ir::Program;
+
+/// The format of `.slurp/`; bump it when it changes.
+pub const FORMAT: u32 = 1;
+
+/// Why a `.slurp/` directory cannot be used.
+#[derive(Debug)]
+pub struct FormatMismatch {
+    pub found: String,
+}
+
+impl std::fmt::Display for FormatMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            ".slurp/ has format `{}`, this slurp writes and reads format {FORMAT}",
+            self.found.trim()
+        )
+    }
+}
+
+/// Opens (creating if needed) `.slurp/` under `dir`, checking its format.
+pub fn open_store(dir: &Path) -> io::Result<Result<PathBuf, FormatMismatch>> {
+    let store = dir.join(".slurp");
+    std::fs::create_dir_all(store.join("runs"))?;
+    let version = store.join("VERSION");
+    match std::fs::read_to_string(&version) {
+        Ok(found) if found.trim() == FORMAT.to_string() => Ok(Ok(store)),
+        Ok(found) => Ok(Err(FormatMismatch { found })),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::write(&version, format!("{FORMAT}\n"))?;
+            Ok(Ok(store))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// One line of `events.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+pub enum Record {
+    Header {
+        run: String,
+        pid: u32,
+        workflow: String,
+        /// Seconds since the epoch.
+        started: u64,
+        format: u32,
+    },
+    /// A task moved to `to` (`reason` as the core gave it).
+    State {
+        /// Milliseconds since the run started.
+        t: u64,
+        task: String,
+        to: State,
+        reason: serde_json::Value,
+    },
+    /// An attempt started on these logical cores and GPUs (by node).
+    Start {
+        t: u64,
+        task: String,
+        attempt: u32,
+        cores: Vec<Vec<u32>>,
+        gpus: Vec<Vec<u32>>,
+    },
+    End {
+        t: u64,
+        interrupted: bool,
+    },
+}
+
+/// Writes a run's journal.
+#[derive(Debug)]
+pub struct Journal {
+    file: File,
+    dir: PathBuf,
+}
+
+impl Journal {
+    /// Creates `runs/RUN/` with its header and the copies of `files`.
+    pub fn create(
+        run_dir: &Path,
+        run: &str,
+        workflow: &str,
+        files: &[(String, &str)],
+    ) -> io::Result<Journal> {
+        std::fs::create_dir_all(run_dir.join("files"))?;
+        for (i, (name, text)) in files.iter().enumerate() {
+            let base = Path::new(name)
+                .file_name()
+                .map_or_else(|| "stdin".into(), |n| n.to_string_lossy().into_owned());
+            std::fs::write(run_dir.join("files").join(format!("{i}-{base}")), text)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(run_dir.join("events.jsonl"))?;
+        let mut journal = Journal {
+            file,
+            dir: run_dir.to_path_buf(),
+        };
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        journal.write(&Record::Header {
+            run: run.to_owned(),
+            pid: std::process::id(),
+            workflow: workflow.to_owned(),
+            started,
+            format: FORMAT,
+        })?;
+        Ok(journal)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one record: a single `write` of a whole line, so a line is
+    /// either there or torn at the end, never interleaved.
+    pub fn write(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)
+    }
+
+    /// The record for a core event of the instance at `scope`.
+    pub fn record(
+        program: &Program,
+        workflow: crate::ir::WorkflowId,
+        scope: &str,
+        event: &Event,
+    ) -> Record {
+        let wf = program.workflow(workflow);
+        match event {
+            Event::Transition {
+                time,
+                task,
+                to,
+                reason,
+            } => Record::State {
+                t: time.0,
+                task: format!("{scope}{}", wf.task_name(*task)),
+                to: *to,
+                // Dependencies by id, not by the core's index: the journal
+                // must mean the same thing to a later slurp.
+                reason: match reason {
+                    crate::core::Reason::Dependency(dep) => {
+                        serde_json::json!({ "dependency": format!("{scope}{}", wf.task_name(*dep)) })
+                    }
+                    other => serde_json::to_value(other).unwrap_or(serde_json::Value::Null),
+                },
+            },
+            Event::Start {
+                time,
+                task,
+                attempt,
+                alloc,
+            } => Record::Start {
+                t: time.0,
+                task: format!("{scope}{}", wf.task_name(*task)),
+                attempt: *attempt,
+                cores: alloc.slices.iter().map(|s| s.cores.clone()).collect(),
+                gpus: alloc.slices.iter().map(|s| s.gpus.clone()).collect(),
+            },
+        }
+    }
+}
+
+/// A run as its journal tells it.
+#[derive(Debug, Default, Serialize)]
+pub struct Replay {
+    pub run: String,
+    pub workflow: String,
+    pub pid: u32,
+    pub started: u64,
+    /// Each task's last state and its reason, by id (`sub/sim[3]`).
+    pub tasks: BTreeMap<String, (State, serde_json::Value)>,
+    /// Starts per task (attempts).
+    pub attempts: BTreeMap<String, u32>,
+    /// `Some(interrupted)` once the run ended.
+    pub ended: Option<bool>,
+    /// A last line cut short (the run is live mid-write, or was killed).
+    pub torn: bool,
+    /// Lines that are not records of this format, by line number.
+    pub bad_lines: Vec<usize>,
+}
+
+impl Replay {
+    /// Counts per state, in `State::ALL` order.
+    pub fn counts(&self) -> [usize; 8] {
+        let mut counts = [0; 8];
+        for (state, _) in self.tasks.values() {
+            counts[*state as usize] += 1;
+        }
+        counts
+    }
+
+    /// Whether the process that writes it is still alive.
+    pub fn live(&self) -> bool {
+        self.ended.is_none() && Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+}
+
+/// Replays `events.jsonl`; a torn last line is noted, not an error.
+pub fn replay(path: &Path) -> io::Result<Replay> {
+    let file = File::open(path)?;
+    let mut replay = Replay::default();
+    let mut lines = io::BufReader::new(file).split(b'\n').enumerate().peekable();
+    while let Some((n, line)) = lines.next() {
+        let line = line?;
+        let last = lines.peek().is_none();
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(Record::Header {
+                run,
+                pid,
+                workflow,
+                started,
+                ..
+            }) => {
+                replay.run = run;
+                replay.pid = pid;
+                replay.workflow = workflow;
+                replay.started = started;
+            }
+            Ok(Record::State {
+                task, to, reason, ..
+            }) => {
+                replay.tasks.insert(task, (to, reason));
+            }
+            Ok(Record::Start { task, .. }) => *replay.attempts.entry(task).or_default() += 1,
+            Ok(Record::End { interrupted, .. }) => replay.ended = Some(interrupted),
+            Err(_) if line.is_empty() => {}
+            Err(_) if last => replay.torn = true,
+            Err(_) => replay.bad_lines.push(n + 1),
+        }
+    }
+    Ok(replay)
+}
+
+/// The runs under `.slurp/runs/`, oldest first (ids sort by start time).
+pub fn runs(store: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(store.join("runs"))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("events.jsonl").is_file())
+        .collect();
+    runs.sort();
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_tolerates_a_torn_last_line_and_reports_bad_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut text = String::new();
+        text.push_str(
+            r#"{"ev":"header","run":"r","pid":1,"workflow":"w.slurp","started":5,"format":1}"#,
+        );
+        text.push('\n');
+        text.push_str(r#"{"ev":"state","t":1,"task":"a","to":"running","reason":"ready"}"#);
+        text.push('\n');
+        text.push_str("not json\n");
+        text.push_str(
+            r#"{"ev":"state","t":2,"task":"a","to":"succeeded","reason":{"ended":"success"}}"#,
+        );
+        text.push('\n');
+        text.push_str(r#"{"ev":"state","t":3,"task":"b","to":"fai"#);
+        std::fs::write(&path, text).unwrap();
+        let replay = replay(&path).unwrap();
+        assert!(replay.torn);
+        assert_eq!(replay.bad_lines, [3]);
+        assert_eq!(replay.tasks["a"].0, State::Succeeded);
+        assert!(!replay.tasks.contains_key("b"));
+        assert_eq!(replay.ended, None);
+    }
+
+    #[test]
+    fn a_store_of_another_format_is_refused_not_misread() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(open_store(dir.path()).unwrap().is_ok());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".slurp/VERSION")).unwrap(),
+            "1\n"
+        );
+        std::fs::write(dir.path().join(".slurp/VERSION"), "2\n").unwrap();
+        let mismatch = open_store(dir.path()).unwrap().unwrap_err();
+        assert!(mismatch.to_string().contains("format `2`"));
+    }
+}
