@@ -103,6 +103,13 @@ enum Command {
         #[command(flatten)]
         instance: InstanceArgs,
     },
+    /// Rerun what did not succeed in a run (default: the latest): tasks are
+    /// known by what defines them, so a fixed line runs again and unchanged
+    /// successes do not
+    Resume {
+        /// A run id as `slurp runs` lists it, or a unique prefix of one
+        run: Option<String>,
+    },
     /// List the runs recorded in .slurp/ here, oldest first
     Runs,
     /// Show a run's tasks per state and what did not succeed (default: the latest run)
@@ -175,13 +182,13 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         None => match cli.file {
-            Some(file) => run_file(&file, &cli.run),
+            Some(file) => run_file(&file, &cli.run, Resume::fresh()),
             None => {
                 let _ = <Cli as clap::CommandFactory>::command().print_help();
                 return ExitCode::from(2);
             }
         },
-        Some(Command::Run { file, run }) => run_file(&file, &run),
+        Some(Command::Run { file, run }) => run_file(&file, &run, Resume::fresh()),
         Some(Command::Check { files, instance }) => check(&files, &instance),
         Some(Command::Jobspec {
             file,
@@ -190,6 +197,7 @@ pub fn run() -> ExitCode {
         }) => jobspec(&file, task.as_deref(), &instance),
         Some(Command::Resources { json, instance }) => resources(json, &instance),
         Some(Command::Runs) => crate::console::runs(),
+        Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
     };
     match result {
@@ -397,7 +405,129 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
+/// What a run continues, if anything.
+struct Resume {
+    /// Keys of tasks that already succeeded, counted.
+    credits: std::collections::HashMap<u64, usize>,
+    /// The run resumed, and the arguments it was first run with.
+    from: Option<String>,
+    args: Vec<String>,
+}
+
+impl Resume {
+    fn fresh() -> Self {
+        Resume {
+            credits: Default::default(),
+            from: None,
+            args: std::env::args().skip(1).collect(),
+        }
+    }
+}
+
+/// `slurp resume [RUN]`: the same workflow file (as it is now) and the same
+/// arguments, skipping every task whose key succeeded before.
+fn resume(run: Option<&str>) -> io::Result<ExitCode> {
+    let store = match crate::console::open_store()? {
+        Ok(store) => store,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let replay = match run {
+        Some(prefix) => match crate::console::find_run(&store, Some(prefix))? {
+            Ok(dir) => slurp_runtime::journal::replay(&dir.join("events.jsonl"))?,
+            Err(why) => {
+                eprintln!("error: {why}");
+                eprintln!("hint: `slurp runs` lists the runs of this directory");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        // The latest run that got as far as its header (one killed before
+        // that ran nothing).
+        None => {
+            let mut found = None;
+            for dir in slurp_runtime::journal::runs(&store)?.iter().rev() {
+                let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+                if !replay.run.is_empty() {
+                    found = Some(replay);
+                    break;
+                }
+            }
+            match found {
+                Some(replay) => replay,
+                None => {
+                    eprintln!("error: no run to resume here");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+    };
+    if replay.live() {
+        eprintln!(
+            "error: run {} is still running (process {})",
+            replay.run, replay.pid
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut argv = vec!["slurp".to_owned()];
+    argv.extend(replay.args.iter().cloned());
+    let (args, mut file) = match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: Some(Command::Run { file, run }),
+            ..
+        }) => (run, file),
+        Ok(Cli {
+            command: None,
+            file: Some(file),
+            run,
+        }) => (run, file),
+        _ => {
+            eprintln!(
+                "error: run {} was not started by `slurp FILE`; nothing to resume",
+                replay.run
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if !replay.path.is_empty() && replay.path != "-" {
+        file = PathBuf::from(&replay.path);
+    }
+    // What succeeded anywhere along the chain of resumed runs: a resumed
+    // run killed while it was still recording what it took over must not
+    // make those tasks run again. Per key, the most successes any run saw.
+    let mut credits = replay.succeeded.clone();
+    let mut previous = replay.resumes.clone();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(id) = previous.filter(|id| seen.insert(id.clone())) {
+        let path = store.join("runs").join(&id).join("events.jsonl");
+        let Ok(older) = slurp_runtime::journal::replay(&path) else {
+            break;
+        };
+        for (key, n) in older.succeeded {
+            let entry = credits.entry(key).or_default();
+            *entry = (*entry).max(n);
+        }
+        previous = older.resumes;
+    }
+    let done: usize = credits.values().sum();
+    eprintln!(
+        "slurp: resuming run {} ({done} task{} already succeeded)",
+        replay.run,
+        if done == 1 { "" } else { "s" }
+    );
+    run_file(
+        &file,
+        &args,
+        Resume {
+            credits,
+            from: Some(replay.run),
+            args: replay.args,
+        },
+    )
+}
+
+fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode> {
     let machine = Machine::detect();
     let mut opts = args.instance.options()?;
     opts.capacity = args.instance.capacity_of(&machine);
@@ -485,6 +615,7 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
         cwd: opts.cwd.clone(),
         run_dir,
         depth,
+        resume: resume.credits.clone(),
     };
     let files: Vec<(String, &str)> = loaded
         .sources
@@ -503,12 +634,25 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
     let journal = if args.no_journal {
         None
     } else {
-        Some(slurp_runtime::journal::Journal::create(
-            &options.run_dir,
-            &run_name,
-            &root_name,
-            &files,
-        )?)
+        {
+            let header = slurp_runtime::journal::Header {
+                workflow: root_name,
+                path: loaded
+                    .sources
+                    .get(loaded.program.root().file)
+                    .path
+                    .display()
+                    .to_string(),
+                args: resume.args,
+                resumes: resume.from,
+            };
+            Some(slurp_runtime::journal::Journal::create(
+                &options.run_dir,
+                &run_name,
+                header,
+                &files,
+            )?)
+        }
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -534,10 +678,16 @@ fn run_file(file: &Path, args: &RunArgs) -> io::Result<ExitCode> {
     })
 }
 
-/// Seconds since the epoch and the process id: unique and sortable.
+/// The start time (seconds, then nanoseconds, fixed width) and the
+/// process id: unique, and sorting as text sorts by start time.
 fn run_id() -> String {
-    let secs = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{secs}-{}", std::process::id())
+        .unwrap_or_default();
+    format!(
+        "{}-{:09}-{}",
+        now.as_secs(),
+        now.subsec_nanos(),
+        std::process::id()
+    )
 }

@@ -212,34 +212,20 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let all = slurp_runtime::journal::runs(&store)?;
+    let dir = match find_run(&store, run)? {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("error: {why}");
+            eprintln!(
+                "hint: `slurp runs` lists the runs of this directory; give a unique prefix of an id"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let dir = &dir;
     let name = |p: &std::path::PathBuf| {
         p.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-    };
-    let chosen: Vec<&std::path::PathBuf> = match run {
-        Some(prefix) => all.iter().filter(|p| name(p).starts_with(prefix)).collect(),
-        None => all.last().into_iter().collect(),
-    };
-    let dir = match chosen[..] {
-        [one] => one,
-        [] => {
-            eprintln!(
-                "error: no run {}",
-                run.map_or("yet".to_owned(), |r| format!("matches `{r}`"))
-            );
-            eprintln!("hint: `slurp runs` lists the runs of this directory");
-            return Ok(ExitCode::from(2));
-        }
-        _ => {
-            eprintln!(
-                "error: `{}` matches {} runs",
-                run.unwrap_or_default(),
-                chosen.len()
-            );
-            eprintln!("hint: give more of the run id, as `slurp runs` lists it");
-            return Ok(ExitCode::from(2));
-        }
     };
     let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
     let mut out = io::stdout().lock();
@@ -310,4 +296,37 @@ fn describe(reason: &serde_json::Value) -> String {
         },
         other => other.to_string(),
     }
+}
+
+/// The run whose id starts with `prefix`, or the latest one.
+pub fn find_run(
+    store: &std::path::Path,
+    prefix: Option<&str>,
+) -> io::Result<Result<std::path::PathBuf, String>> {
+    let all = slurp_runtime::journal::runs(store)?;
+    let name = |p: &std::path::PathBuf| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let chosen: Vec<&std::path::PathBuf> = match prefix {
+        Some(prefix) => all.iter().filter(|p| name(p).starts_with(prefix)).collect(),
+        None => all.last().into_iter().collect(),
+    };
+    Ok(match chosen[..] {
+        [one] => Ok(one.clone()),
+        [] => Err(format!(
+            "no run {}",
+            prefix.map_or("yet".to_owned(), |r| format!("matches `{r}`"))
+        )),
+        _ => Err(format!(
+            "`{}` matches {} runs",
+            prefix.unwrap_or_default(),
+            chosen.len()
+        )),
+    })
+}
+
+/// The `.slurp/` of the working directory, or why it cannot be used.
+pub fn open_store() -> io::Result<Result<std::path::PathBuf, String>> {
+    store()
 }

@@ -208,3 +208,169 @@ fn no_journal_leaves_no_run_behind() {
         .collect();
     assert!(runs.is_empty());
 }
+
+fn run_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn resume_after_fixing_a_line_reruns_only_what_changed_or_did_not_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.slurp");
+    std::fs::write(&w, "task a: sh -c 'echo a >> ran'\ntask b: sh -c 'echo b >> ran; exit 3'\ntask c after=b: sh -c 'echo c >> ran'\ntask d: sh -c 'echo d >> ran'\n").unwrap();
+    assert_eq!(run_in(dir.path(), &["w.slurp"]).status.code(), Some(1));
+    std::fs::write(
+        &w,
+        std::fs::read_to_string(&w).unwrap().replace("; exit 3", ""),
+    )
+    .unwrap();
+    let resumed = run_in(dir.path(), &["resume"]);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let mut ran: Vec<String> = std::fs::read_to_string(dir.path().join("ran"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        ["a", "b", "b", "c", "d"],
+        "a and d ran once: their lines did not change"
+    );
+    // Nothing left to do.
+    assert_eq!(run_in(dir.path(), &["resume"]).status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ran"))
+            .unwrap()
+            .lines()
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn resume_keeps_the_arguments_of_the_first_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.slurp"), "6 0 sh -c 'echo x'\nfalse\n").unwrap();
+    assert_eq!(
+        run_in(dir.path(), &["--cores", "8", "w.slurp"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // Without `--cores 8` the 6-copy task could never run on this machine.
+    let resumed = run_in(dir.path(), &["resume"]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        stderr.contains("resuming run") && stderr.contains("1 task already succeeded"),
+        "{stderr}"
+    );
+    assert!(resumed.stdout.is_empty(), "the 6 copies did not run again");
+}
+
+/// Tasks that each append their id to a file; slurp is SIGKILLed at
+/// pseudo-random moments and resumed until a run ends. Then every task has
+/// succeeded, and no task journaled as succeeded was ever started again.
+fn fault_test(tasks: usize, kills: usize, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut workflow = String::new();
+    for i in 0..tasks {
+        workflow.push_str(&format!(
+            "task t{i}: sh -c 'sleep 0.0{}; echo t{i} >> out'\n",
+            i % 7
+        ));
+    }
+    std::fs::write(dir.path().join("w.slurp"), workflow).unwrap();
+    let mut rng = seed;
+    let mut first = true;
+    for _ in 0..kills {
+        let args: &[&str] = if first {
+            &["--cores", "2", "w.slurp"]
+        } else {
+            &["resume"]
+        };
+        first = false;
+        let mut child = std::process::Command::new(binary())
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis(5 + (rng >> 33) % 150));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    // Resume until a run ends by itself.
+    for _ in 0..20 {
+        let args: &[&str] = if first {
+            &["--cores", "2", "w.slurp"]
+        } else {
+            &["resume"]
+        };
+        first = false;
+        if run_in(dir.path(), args).status.success() {
+            break;
+        }
+    }
+    let mut runs: Vec<_> = std::fs::read_dir(dir.path().join(".slurp/runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    let mut succeeded: std::collections::HashSet<String> = Default::default();
+    for run in &runs {
+        let Ok(text) = std::fs::read_to_string(run.join("events.jsonl")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let task = record["task"].as_str().unwrap_or_default().to_owned();
+            if record["ev"] == "start" && succeeded.contains(&task) {
+                let kept = dir.keep();
+                panic!(
+                    "{task} started again after its success was journaled (in {}; journals kept in {})",
+                    run.display(),
+                    kept.display()
+                );
+            }
+            if record["ev"] == "state" && record["to"] == "succeeded" {
+                succeeded.insert(task);
+            }
+        }
+    }
+    assert_eq!(succeeded.len(), tasks, "every task succeeded in the end");
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    for i in 0..tasks {
+        assert!(out.lines().any(|l| l == format!("t{i}")), "t{i} never ran");
+    }
+}
+
+#[test]
+fn killing_slurp_at_random_moments_loses_no_finished_task() {
+    fault_test(24, 4, 7);
+}
+
+/// The same, many times: `cargo test --test journal -- --ignored`.
+#[test]
+#[ignore]
+fn stress_killing_slurp_at_random_moments() {
+    for seed in 0..25 {
+        fault_test(40, 8, seed);
+    }
+}

@@ -159,6 +159,47 @@ impl Workflow {
         argv
     }
 
+    /// What defines the task, hashed: its instance's path, argv, own
+    /// environment, working directory, resources, limits, nested file.
+    /// Stable across slurp versions (FNV-1a over a fixed layout), so a
+    /// resumed run knows a task it ran before even if lines moved, and
+    /// reruns one whose line changed.
+    pub fn key(&self, id: TaskId, scope: &str) -> u64 {
+        use std::hash::Hasher as _;
+        let task = self.task(id);
+        let mut h = fnv::FnvHasher::default();
+        let mut put = |bytes: &[u8]| {
+            h.write(&(bytes.len() as u64).to_le_bytes());
+            h.write(bytes);
+        };
+        put(scope.as_bytes());
+        for word in self.argv(id) {
+            put(word.as_bytes());
+        }
+        put(b"\0env");
+        let mut env = self.environment(id);
+        env.sort();
+        for (k, v) in env {
+            put(k.as_bytes());
+            put(v.as_bytes());
+        }
+        put(self.cwd(id).unwrap_or_default().as_bytes());
+        let r = task.request;
+        for n in [
+            r.ntasks as u64,
+            r.cores as u64,
+            r.gpus as u64,
+            r.mem,
+            r.nodes as u64,
+            task.time_limit.map_or(0, |t| t.get()),
+            task.retries as u64,
+        ] {
+            put(&n.to_le_bytes());
+        }
+        put(self.output(id).unwrap_or_default().as_bytes());
+        h.finish()
+    }
+
     /// The task's own environment variables (added to the inherited ones).
     pub fn environment(&self, id: TaskId) -> Vec<(String, String)> {
         let task = self.task(id);

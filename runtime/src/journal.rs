@@ -64,7 +64,16 @@ pub enum Record {
     Header {
         run: String,
         pid: u32,
+        /// As the user named it, and absolute.
         workflow: String,
+        #[serde(default)]
+        path: String,
+        /// The command-line arguments after `slurp run` (for `slurp resume`).
+        #[serde(default)]
+        args: Vec<String>,
+        /// The run this one resumes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resumes: Option<String>,
         /// Seconds since the epoch.
         started: u64,
         format: u32,
@@ -76,6 +85,9 @@ pub enum Record {
         task: String,
         to: State,
         reason: serde_json::Value,
+        /// For a success: the task's key (`Workflow::key`), in hex.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// An attempt started on these logical cores and GPUs (by node).
     Start {
@@ -91,6 +103,15 @@ pub enum Record {
     },
 }
 
+/// What a run's first line says about it, besides what slurp fills in.
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    pub workflow: String,
+    pub path: String,
+    pub args: Vec<String>,
+    pub resumes: Option<String>,
+}
+
 /// Writes a run's journal.
 #[derive(Debug)]
 pub struct Journal {
@@ -103,7 +124,7 @@ impl Journal {
     pub fn create(
         run_dir: &Path,
         run: &str,
-        workflow: &str,
+        header: Header,
         files: &[(String, &str)],
     ) -> io::Result<Journal> {
         std::fs::create_dir_all(run_dir.join("files"))?;
@@ -127,7 +148,10 @@ impl Journal {
         journal.write(&Record::Header {
             run: run.to_owned(),
             pid: std::process::id(),
-            workflow: workflow.to_owned(),
+            workflow: header.workflow,
+            path: header.path,
+            args: header.args,
+            resumes: header.resumes,
             started,
             format: FORMAT,
         })?;
@@ -172,6 +196,9 @@ impl Journal {
                     }
                     other => serde_json::to_value(other).unwrap_or(serde_json::Value::Null),
                 },
+                // Nested entries have no key: their child instance's tasks do.
+                key: (*to == State::Succeeded && wf.task(*task).nested.is_none())
+                    .then(|| format!("{:016x}", wf.key(*task, scope))),
             },
             Event::Start {
                 time,
@@ -200,6 +227,13 @@ pub struct Replay {
     pub tasks: BTreeMap<String, (State, serde_json::Value)>,
     /// Starts per task (attempts).
     pub attempts: BTreeMap<String, u32>,
+    /// The keys of the tasks that succeeded (run or resumed), counted.
+    pub succeeded: std::collections::HashMap<u64, usize>,
+    /// The absolute workflow path and the arguments it ran with.
+    pub path: String,
+    pub args: Vec<String>,
+    /// The run this one resumed.
+    pub resumes: Option<String>,
     /// `Some(interrupted)` once the run ended.
     pub ended: Option<bool>,
     /// A last line cut short (the run is live mid-write, or was killed).
@@ -237,17 +271,30 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
                 run,
                 pid,
                 workflow,
+                path,
+                args,
                 started,
+                resumes,
                 ..
             }) => {
+                replay.resumes = resumes;
                 replay.run = run;
                 replay.pid = pid;
                 replay.workflow = workflow;
+                replay.path = path;
+                replay.args = args;
                 replay.started = started;
             }
             Ok(Record::State {
-                task, to, reason, ..
+                task,
+                to,
+                reason,
+                key,
+                ..
             }) => {
+                if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
+                    *replay.succeeded.entry(key).or_default() += 1;
+                }
                 replay.tasks.insert(task, (to, reason));
             }
             Ok(Record::Start { task, .. }) => *replay.attempts.entry(task).or_default() += 1,
@@ -299,6 +346,28 @@ mod tests {
         assert_eq!(replay.tasks["a"].0, State::Succeeded);
         assert!(!replay.tasks.contains_key("b"));
         assert_eq!(replay.ended, None);
+    }
+
+    #[test]
+    fn replay_reads_what_resume_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut text = String::new();
+        text.push_str(r#"{"ev":"header","run":"r2","pid":1,"workflow":"w.slurp","path":"/w.slurp","args":["--cores","2","w.slurp"],"resumes":"r1","started":5,"format":1}"#);
+        text.push('\n');
+        text.push_str(r#"{"ev":"state","t":2,"task":"a","to":"succeeded","reason":"resumed","key":"00000000000000ff"}"#);
+        text.push('\n');
+        text.push_str(r#"{"ev":"state","t":3,"task":"b","to":"succeeded","reason":{"ended":"success"},"key":"00000000000000ff"}"#);
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        let replay = replay(&path).unwrap();
+        assert_eq!(replay.resumes.as_deref(), Some("r1"));
+        assert_eq!(replay.args, ["--cores", "2", "w.slurp"]);
+        assert_eq!(replay.path, "/w.slurp");
+        assert_eq!(
+            replay.succeeded[&0xff], 2,
+            "two successes of one key are two credits"
+        );
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct RunOptions {
     /// How deep this slurp itself is nested in other slurps' tasks
     /// (`SLURP_DEPTH` of its environment; 0 at the outermost).
     pub depth: u32,
+    /// `slurp resume`: the keys of tasks that already succeeded, counted;
+    /// a task whose key has a credit left is not run again.
+    pub resume: std::collections::HashMap<u64, usize>,
 }
 
 /// Sees what happens during a run.
@@ -146,6 +149,8 @@ struct Driver<'p> {
     journal: Option<Journal>,
     /// A journal write failed (reported once).
     journal_error: bool,
+    /// What is left of `RunOptions::resume`.
+    credits: std::collections::HashMap<u64, usize>,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
 }
@@ -172,6 +177,7 @@ pub async fn run(
         stopping: Stop::Run,
         journal,
         journal_error: false,
+        credits: opts.resume.clone(),
         done_tx,
         line_tx,
     };
@@ -191,6 +197,7 @@ pub async fn run(
         timed_out: false,
     };
     driver.instances.push(root);
+    driver.resume(0);
     let mut interrupted = false;
     let mut dirty = vec![0usize];
 
@@ -535,7 +542,34 @@ impl Driver<'_> {
             done: false,
             tails: Vec::new(),
         });
+        self.resume(self.instances.len() - 1);
         dirty.push(self.instances.len() - 1);
+    }
+
+    /// Marks the tasks of a new instance that already succeeded in the run
+    /// being resumed (each success is one credit; nested entries are never
+    /// credited — their child instance's tasks are).
+    fn resume(&mut self, i: usize) {
+        if self.credits.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let inst = &mut self.instances[i];
+        let workflow = self.program.workflow(inst.workflow);
+        let credits = &mut self.credits;
+        let scope = inst.path.clone();
+        inst.core.resume(now, |task| {
+            if workflow.task(task).nested.is_some() {
+                return false;
+            }
+            match credits.get_mut(&workflow.key(task, &scope)) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            }
+        });
     }
 
     /// Every task of instance `i` reached a final state: its entry in the

@@ -137,6 +137,8 @@ pub enum Reason {
     Dependency(TaskId),
     /// The run was interrupted or halted after a failure.
     Halted,
+    /// It succeeded in the run this one resumes.
+    Resumed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -389,6 +391,31 @@ impl Core {
             attempt,
             alloc,
         });
+    }
+
+    /// Marks tasks that succeeded in an earlier run (`slurp resume`) as
+    /// succeeded without running them; their dependents are released as if
+    /// they had just succeeded. Call right after `new`, before scheduling.
+    pub fn resume(&mut self, now: Time, mut done: impl FnMut(TaskId) -> bool) {
+        for t in 0..self.slots.len() as u32 {
+            if !done(TaskId(t)) {
+                continue;
+            }
+            let key = self.policy.key(&self.slots[t as usize].job);
+            if self.queue.remove(&(key, t)) {
+                let limit = self.slots[t as usize].job.time_limit.unwrap_or(u64::MAX);
+                self.by_limit.remove(&(limit, t));
+            }
+            self.set_state(now, t, State::Succeeded, Reason::Resumed);
+            for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
+                let d = self.dependents[i as usize];
+                let slot = &mut self.slots[d as usize];
+                slot.deps_left -= 1;
+                if slot.deps_left == 0 && slot.state == State::Pending {
+                    self.make_runnable(now, d);
+                }
+            }
+        }
     }
 
     /// An attempt of a running task ended.
