@@ -63,3 +63,10 @@ t_nested=$(seconds "$slurp" nested.slurp)
 echo "nesting: 1000 nested instances of 10 tasks against 10000 tasks flat"
 printf '  flat           %7.2f s\n' "$t_flat"
 printf '  nested         %7.2f s   %sx flat\n' "$t_nested" "$(ratio "$t_nested" "$t_flat")"
+
+# The journal's cost: the launch benchmark with and without it, same run.
+t_journal=$(seconds "$slurp" flat.slurp)
+t_nojournal=$(seconds "$slurp" --no-journal flat.slurp)
+echo "journal: 10000 tasks of true, journaled and not"
+printf '  --no-journal   %7.2f s\n' "$t_nojournal"
+printf '  journaled      %7.2f s   %sx\n' "$t_journal" "$(ratio "$t_journal" "$t_nojournal")"

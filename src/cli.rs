@@ -72,6 +72,11 @@ struct RunArgs {
     /// `slurp runs` will not know this run
     #[arg(long)]
     no_journal: bool,
+    /// Also log every finished attempt to FILE in GNU parallel's
+    /// `--joblog` format (tab-separated: Seq, Host, Starttime, JobRuntime,
+    /// Send, Receive, Exitval, Signal, Command)
+    #[arg(long, value_name = "FILE")]
+    joblog: Option<PathBuf>,
     #[command(flatten)]
     instance: InstanceArgs,
 }
@@ -112,6 +117,13 @@ enum Command {
     },
     /// List the runs recorded in .slurp/ here, oldest first
     Runs,
+    /// Show one task's events and, when the run kept it, its output
+    Log {
+        /// The task id, e.g. `sim[17]`, `@3`, `sub/prep`
+        task: String,
+        /// A run id as `slurp runs` lists it, or a unique prefix (default: the latest)
+        run: Option<String>,
+    },
     /// Show a run's tasks per state and what did not succeed (default: the latest run)
     Status {
         /// A run id as `slurp runs` lists it, or a unique prefix of one
@@ -197,6 +209,7 @@ pub fn run() -> ExitCode {
         }) => jobspec(&file, task.as_deref(), &instance),
         Some(Command::Resources { json, instance }) => resources(json, &instance),
         Some(Command::Runs) => crate::console::runs(),
+        Some(Command::Log { task, run }) => crate::console::log(&task, run.as_deref()),
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
     };
@@ -616,6 +629,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         run_dir,
         depth,
         resume: resume.credits.clone(),
+        joblog: args.joblog.clone(),
     };
     let files: Vec<(String, &str)> = loaded
         .sources

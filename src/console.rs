@@ -280,6 +280,8 @@ fn describe(reason: &serde_json::Value) -> String {
     use serde_json::Value;
     match reason {
         Value::String(s) if s == "halted" => "not started: the run was stopped".to_owned(),
+        Value::String(s) if s == "resumed" => "succeeded in the run this one resumed".to_owned(),
+        Value::String(s) => s.clone(),
         Value::Object(o) => match (o.get("ended"), o.get("dependency"), o.get("retry")) {
             (Some(ended), _, _) => match ended {
                 Value::Object(e) if e.contains_key("exit") => format!("exit status {}", e["exit"]),
@@ -329,4 +331,79 @@ pub fn find_run(
 /// The `.slurp/` of the working directory, or why it cannot be used.
 pub fn open_store() -> io::Result<Result<std::path::PathBuf, String>> {
     store()
+}
+
+/// `slurp log TASK [RUN]`: the task's journal lines, readably, then its
+/// output if the run kept it (`--output files`).
+pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
+    let store = match store()? {
+        Ok(store) => store,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let dir = match find_run(&store, run)? {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("error: {why}");
+            eprintln!("hint: `slurp runs` lists the runs of this directory");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let text = std::fs::read_to_string(dir.join("events.jsonl"))?;
+    let mut out = io::stdout().lock();
+    let mut found = false;
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if record["task"] != task {
+            continue;
+        }
+        found = true;
+        let t = record["t"].as_u64().unwrap_or(0) as f64 / 1000.0;
+        match record["ev"].as_str() {
+            Some("start") => writeln!(
+                out,
+                "{t:>9.3} s  start, attempt {} on cores {}",
+                record["attempt"], record["cores"]
+            )?,
+            Some("state") => writeln!(
+                out,
+                "{t:>9.3} s  {:<9} {}",
+                record["to"].as_str().unwrap_or("?"),
+                describe(&record["reason"])
+            )?,
+            _ => {}
+        }
+    }
+    if !found {
+        eprintln!(
+            "error: no task `{task}` in run {}",
+            dir.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        );
+        eprintln!(
+            "hint: `slurp status` lists the tasks that did not succeed; ids look like `sim[17]`, `@3`, `sub/prep`"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let safe = task.replace('/', "_");
+    let mut kept = false;
+    for (ext, what) in [("out", "stdout"), ("err", "stderr")] {
+        let path = dir.join("out").join(format!("{safe}.{ext}"));
+        if let Ok(bytes) = std::fs::read(&path) {
+            kept = true;
+            writeln!(out, "--- {what} ({})", path.display())?;
+            out.write_all(&bytes)?;
+        }
+    }
+    if !kept {
+        writeln!(
+            out,
+            "(output not kept: run with `--output files` to keep each task's output in the run directory)"
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

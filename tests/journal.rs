@@ -374,3 +374,56 @@ fn stress_killing_slurp_at_random_moments() {
         fault_test(40, 8, seed);
     }
 }
+
+#[test]
+fn joblog_in_gnu_parallel_format() {
+    let test = Test::new().file("w.slurp", "task ok: true\ntask bad: sh -c 'exit 7'\n");
+    let dir = test.path().to_path_buf();
+    let test = test.args(&["--joblog", "jobs.tsv", "w.slurp"]);
+    assert_eq!(test.run().status, 1);
+    let log = std::fs::read_to_string(dir.join("jobs.tsv")).unwrap();
+    let rows: Vec<Vec<&str>> = log.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(
+        rows[0],
+        [
+            "Seq",
+            "Host",
+            "Starttime",
+            "JobRuntime",
+            "Send",
+            "Receive",
+            "Exitval",
+            "Signal",
+            "Command"
+        ]
+    );
+    assert_eq!(rows.len(), 3);
+    let bad = rows
+        .iter()
+        .find(|r| r[8] == "sh -c exit 7")
+        .expect("a row for the failing task");
+    assert_eq!((bad[6], bad[7]), ("7", "0"));
+    assert!(
+        bad[2].parse::<f64>().unwrap() > 1.0e9,
+        "start time in seconds since the epoch"
+    );
+    assert!(rows.iter().skip(1).all(|r| r.len() == 9 && r[1] == ":"));
+}
+
+#[test]
+fn log_shows_a_tasks_events_and_kept_output() {
+    let test = Test::new().file(
+        "w.slurp",
+        "task t: sh -c 'echo to-out; echo to-err >&2; exit 2'\n",
+    );
+    let dir = test.path().to_path_buf();
+    let test = test.args(&["--output", "files", "w.slurp"]);
+    assert_eq!(test.run().status, 1);
+    let log = run_in(&dir, &["log", "t"]);
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(text.contains("start, attempt 1"), "{text}");
+    assert!(text.contains("failed    exit status 2"), "{text}");
+    assert!(text.contains("to-out") && text.contains("to-err"), "{text}");
+    let missing = run_in(&dir, &["log", "nope"]);
+    assert_eq!(missing.status.code(), Some(2));
+}

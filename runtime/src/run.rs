@@ -62,6 +62,8 @@ pub struct RunOptions {
     /// `slurp resume`: the keys of tasks that already succeeded, counted;
     /// a task whose key has a credit left is not run again.
     pub resume: std::collections::HashMap<u64, usize>,
+    /// `--joblog FILE`: GNU parallel's tab-separated log of attempts.
+    pub joblog: Option<PathBuf>,
 }
 
 /// Sees what happens during a run.
@@ -151,6 +153,10 @@ struct Driver<'p> {
     journal_error: bool,
     /// What is left of `RunOptions::resume`.
     credits: std::collections::HashMap<u64, usize>,
+    joblog: Option<std::fs::File>,
+    /// Attempts started, numbered for the joblog's `Seq`.
+    seq: u64,
+    seqs: std::collections::HashMap<(u32, TaskId), u64>,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
 }
@@ -178,6 +184,19 @@ pub async fn run(
         journal,
         journal_error: false,
         credits: opts.resume.clone(),
+        joblog: match &opts.joblog {
+            Some(path) => {
+                let mut file = std::fs::File::create(path)?;
+                std::io::Write::write_all(
+                    &mut file,
+                    b"Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n",
+                )?;
+                Some(file)
+            }
+            None => None,
+        },
+        seq: 0,
+        seqs: Default::default(),
         done_tx,
         line_tx,
     };
@@ -441,6 +460,8 @@ impl Driver<'_> {
             _ => None,
         };
         self.running += 1;
+        self.seq += 1;
+        self.seqs.insert((i as u32, task), self.seq);
         let launch = Launch {
             instance: i as u32,
             task,
@@ -608,6 +629,7 @@ impl Driver<'_> {
     fn finished(&mut self, finished: Finished, observer: &mut dyn Observer) {
         self.running -= 1;
         let i = finished.instance as usize;
+        self.joblog_line(&finished);
         let name = self.name(i, finished.task);
         if !finished.stdout.is_empty() {
             observer.output(&name, false, &finished.stdout);
@@ -632,6 +654,40 @@ impl Driver<'_> {
                 self.stop_all(Stop::Cancel);
             }
         }
+    }
+
+    /// One line in GNU parallel's `--joblog` format. Exitval is the exit
+    /// status, or -1 for a process killed by Signal (SIGTERM, 15, for a time
+    /// limit or a cancel) or 127 for one that could not start.
+    fn joblog_line(&mut self, finished: &Finished) {
+        let Some(file) = &mut self.joblog else { return };
+        let (exitval, signal) = match finished.outcome {
+            Outcome::Success => (0, 0),
+            Outcome::Exit(code) => (code, 0),
+            Outcome::Signal(sig) => (-1, sig),
+            Outcome::Timeout | Outcome::Cancelled => (-1, 15),
+            Outcome::SpawnError => (127, 0),
+        };
+        let inst = &self.instances[finished.instance as usize];
+        let command = self
+            .program
+            .workflow(inst.workflow)
+            .argv(finished.task)
+            .join(" ");
+        let end = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let start = end.saturating_sub(finished.elapsed).as_secs_f64();
+        let seq = self
+            .seqs
+            .remove(&(finished.instance, finished.task))
+            .unwrap_or(0);
+        let line = format!(
+            "{seq}\t:\t{start:.3}\t{:.3}\t0\t0\t{exitval}\t{signal}\t{}\n",
+            finished.elapsed.as_secs_f64(),
+            command.replace(['\t', '\n'], " ")
+        );
+        let _ = std::io::Write::write_all(file, line.as_bytes());
     }
 
     fn halt_all(&mut self) {
