@@ -205,22 +205,9 @@ pub fn runs() -> io::Result<ExitCode> {
 /// `slurp status [RUN]`: counts per state and every task that did not
 /// succeed, nested ones with their path. Works while the run is live.
 pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
-    let store = match store()? {
-        Ok(store) => store,
-        Err(why) => {
-            eprintln!("error: {why}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let dir = match find_run(&store, run)? {
+    let dir = match chosen_run(run)? {
         Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("error: {why}");
-            eprintln!(
-                "hint: `slurp runs` lists the runs of this directory; give a unique prefix of an id"
-            );
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
     let dir = &dir;
     let name = |p: &std::path::PathBuf| {
@@ -336,20 +323,9 @@ pub fn open_store() -> io::Result<Result<std::path::PathBuf, String>> {
 /// `slurp log TASK [RUN]`: the task's journal lines, readably, then its
 /// output if the run kept it (`--output files`).
 pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
-    let store = match store()? {
-        Ok(store) => store,
-        Err(why) => {
-            eprintln!("error: {why}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let dir = match find_run(&store, run)? {
+    let dir = match chosen_run(run)? {
         Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("error: {why}");
-            eprintln!("hint: `slurp runs` lists the runs of this directory");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
     let text = std::fs::read_to_string(dir.join("events.jsonl"))?;
     let mut out = io::stdout().lock();
@@ -406,4 +382,26 @@ pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run `slurp status`/`log` look at, or the exit code after saying why
+/// there is none.
+fn chosen_run(run: Option<&str>) -> io::Result<Result<std::path::PathBuf, ExitCode>> {
+    let store = match store()? {
+        Ok(store) => store,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(Err(ExitCode::from(2)));
+        }
+    };
+    Ok(match find_run(&store, run)? {
+        Ok(dir) => Ok(dir),
+        Err(why) => {
+            eprintln!("error: {why}");
+            eprintln!(
+                "hint: `slurp runs` lists the runs of this directory; give a unique prefix of an id"
+            );
+            Err(ExitCode::from(2))
+        }
+    })
 }

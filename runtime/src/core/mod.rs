@@ -407,14 +407,7 @@ impl Core {
                 self.by_limit.remove(&(limit, t));
             }
             self.set_state(now, t, State::Succeeded, Reason::Resumed);
-            for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
-                let d = self.dependents[i as usize];
-                let slot = &mut self.slots[d as usize];
-                slot.deps_left -= 1;
-                if slot.deps_left == 0 && slot.state == State::Pending {
-                    self.make_runnable(now, d);
-                }
-            }
+            self.release_dependents(now, t);
         }
     }
 
@@ -442,14 +435,7 @@ impl Core {
         match outcome {
             Outcome::Success => {
                 self.set_state(now, t, State::Succeeded, Reason::Ended(outcome));
-                for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
-                    let d = self.dependents[i as usize];
-                    let slot = &mut self.slots[d as usize];
-                    slot.deps_left -= 1;
-                    if slot.deps_left == 0 && slot.state == State::Pending {
-                        self.make_runnable(now, d);
-                    }
-                }
+                self.release_dependents(now, t);
             }
             _ if retry => {
                 let attempt = self.slots[t as usize].attempts;
@@ -465,6 +451,19 @@ impl Core {
                 };
                 self.set_state(now, t, to, Reason::Ended(outcome));
                 self.skip_dependents(now, t);
+            }
+        }
+    }
+
+    /// `t` succeeded: its dependents wait for one dependency less, and
+    /// those that waited only for it become runnable.
+    fn release_dependents(&mut self, now: Time, t: u32) {
+        for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
+            let d = self.dependents[i as usize];
+            let slot = &mut self.slots[d as usize];
+            slot.deps_left -= 1;
+            if slot.deps_left == 0 && slot.state == State::Pending {
+                self.make_runnable(now, d);
             }
         }
     }
