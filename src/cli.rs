@@ -705,3 +705,26 @@ fn run_id() -> String {
         std::process::id()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// `slurp WORD` in a task is a nested entry unless WORD is a
+    /// subcommand: the interpreter's list must be exactly ours.
+    #[test]
+    fn the_interpreter_knows_every_subcommand() {
+        let mut ours: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        ours.push("help".to_owned());
+        ours.sort();
+        let mut theirs: Vec<String> = slurp_interpreter::SUBCOMMANDS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        theirs.sort();
+        assert_eq!(ours, theirs);
+    }
+}

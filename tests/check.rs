@@ -304,6 +304,16 @@ fn a_task_line_without_its_colon_is_never_run_as_a_command() {
 }
 
 #[test]
+fn slurp_subcommands_in_a_task_are_commands_not_nested_files() {
+    check(&[(
+        "w.slurp",
+        "task s: slurp status\ntask l: slurp log x\ntask r: slurp resources --json\n",
+    )])
+    .success()
+    .stdout_has(&["0 allocations at the top level"]);
+}
+
+#[test]
 fn policy_is_checked_and_only_for_nested_entries() {
     check(&[
         (

@@ -25,7 +25,7 @@ use slurp_grammar::{Diagnostic, Span};
 use slurp_runtime::{Capacity, Program, WorkflowId, amount};
 
 pub use attrs::{KEYS as ATTRIBUTES, POLICIES, parse_duration, parse_size};
-pub use lower::{MAX_DEPTH, Notes};
+pub use lower::{MAX_DEPTH, Notes, SUBCOMMANDS};
 pub use report::{Failure, Problem, SourceFile, Sources};
 
 /// How to load: what the instance has and where relative paths start.

@@ -27,7 +27,19 @@ use crate::report::{Located, Sources};
 
 /// Subcommands of slurp: `slurp check x` in a task is a plain command, not a
 /// nested allocation.
-const SUBCOMMANDS: &[&str] = &["check", "jobspec", "resources", "run", "help"];
+///
+/// The binary's tests check this list against its real subcommands.
+pub const SUBCOMMANDS: &[&str] = &[
+    "check",
+    "jobspec",
+    "run",
+    "resume",
+    "runs",
+    "log",
+    "status",
+    "resources",
+    "help",
+];
 
 /// Nested workflows deeper than this are refused (the static recursion
 /// check catches cycles; this bounds long acyclic chains).
