@@ -2,7 +2,7 @@
 //! `slurp status` reading it — after the run, while it runs, after a crash.
 
 mod common;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Test, binary};
 
@@ -115,42 +115,22 @@ fn status_and_runs_after_a_run() {
 
 #[test]
 fn status_works_from_another_terminal_while_the_run_is_live() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("w.slurp"),
-        "task done: true\ntask slow: sh -c 'touch started; sleep 30'\n",
-    )
-    .unwrap();
-    let mut child = std::process::Command::new(binary())
-        .args(["--cores", "2", "w.slurp"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !dir.path().join("started").exists() {
-        assert!(Instant::now() < deadline, "the task did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (dir, mut child, _) = common::start_run(
+        &[(
+            "w.slurp",
+            "task done: true\ntask slow: sh -c 'echo $$ > pid; sleep 30'\n",
+        )],
+        &["--cores", "2", "w.slurp"],
+        &["pid"],
+    );
     std::thread::sleep(Duration::from_millis(200));
-    let status = std::process::Command::new(binary())
-        .arg("status")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    let text = String::from_utf8_lossy(&run_in(dir.path(), &["status"]).stdout).into_owned();
     // SIGKILL: the journal is left mid-run, as after a crash.
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(text.contains("running"), "{text}");
     assert!(text.contains("1 running, 1 succeeded"), "{text}");
-    let after = std::process::Command::new(binary())
-        .arg("status")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let after = String::from_utf8_lossy(&after.stdout);
+    let after = String::from_utf8_lossy(&run_in(dir.path(), &["status"]).stdout).into_owned();
     assert!(
         after.contains("killed"),
         "a run that died without its end record: {after}"

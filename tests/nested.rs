@@ -153,62 +153,24 @@ fn tagged_output_carries_the_path() {
 
 #[test]
 fn interrupt_reaches_every_level() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("top.slurp"),
-        "task mid cores=2: slurp mid.slurp\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("mid.slurp"),
-        "task leaf cores=2: slurp leaf.slurp\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("leaf.slurp"),
-        "task s[i=1..2]: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\n",
-    )
-    .unwrap();
-    let child = std::process::Command::new(binary())
-        .args(["--cores", "2", "top.slurp"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid_files = [dir.path().join("pid.1"), dir.path().join("pid.2")];
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pid_files
-        .iter()
-        .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
-    {
-        assert!(Instant::now() < deadline, "three levels did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pids: Vec<i32> = pid_files
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
-        .collect();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    let (_dir, child, pids) = common::start_run(
+        &[
+            ("top.slurp", "task mid cores=2: slurp mid.slurp\n"),
+            ("mid.slurp", "task leaf cores=2: slurp leaf.slurp\n"),
+            (
+                "leaf.slurp",
+                "task s[i=1..2]: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\n",
+            ),
+        ],
+        &["--cores", "2", "top.slurp"],
+        &["pid.1", "pid.2"],
+    );
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
     for pid in pids {
-        let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.len() > 2 && fields[0] != "Z" && fields[2] == pid.to_string()
-        });
         assert!(
-            !alive,
+            !common::alive_in_group(pid),
             "process group {pid} three levels down survived Ctrl-C"
         );
     }

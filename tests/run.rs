@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{Test, binary, repo};
+use common::{Test, alive_in_group, repo, signal, start_run};
 
 /// Lines of stdout, counted.
 fn counts(stdout: &str) -> BTreeMap<&str, usize> {
@@ -264,43 +264,6 @@ fn invalid_workflows_run_nothing_and_exit_2() {
     );
 }
 
-/// Starts slurp on `workflow` in a fresh directory and waits until the
-/// tasks named in `pid_files` wrote their shell's pid.
-fn start_run(
-    workflow: &str,
-    args: &[&str],
-    pid_files: &[&str],
-) -> (tempfile::TempDir, std::process::Child, Vec<i32>) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.slurp"), workflow).unwrap();
-    let child = std::process::Command::new(binary())
-        .args(args)
-        .arg("w.slurp")
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let paths: Vec<_> = pid_files.iter().map(|p| dir.path().join(p)).collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !paths
-        .iter()
-        .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
-    {
-        assert!(Instant::now() < deadline, "tasks did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pids = paths
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
-        .collect();
-    (dir, child, pids)
-}
-
-fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
-}
-
 /// SIGINT or SIGTERM mid-run: every task's process group is stopped,
 /// nothing of the run survives, and slurp exits 130 with its summary.
 #[test]
@@ -310,8 +273,11 @@ fn interrupt_leaves_no_process_alive() {
         nix::sys::signal::Signal::SIGTERM,
     ] {
         let (_dir, child, pids) = start_run(
-            "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n",
-            &["--cores", "2"],
+            &[(
+                "w.slurp",
+                "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n",
+            )],
+            &["--cores", "2", "w.slurp"],
             &["pid.1", "pid.2"],
         );
         signal(&child, sig);
@@ -334,8 +300,11 @@ fn interrupt_leaves_no_process_alive() {
 #[test]
 fn a_second_interrupt_kills_at_once() {
     let (_dir, child, pids) = start_run(
-        "task stubborn: sh -c 'trap \"\" TERM; echo $$ > pid; while :; do sleep 0.1; done'\n",
-        &["--grace", "1m"],
+        &[(
+            "w.slurp",
+            "task stubborn: sh -c 'trap \"\" TERM; echo $$ > pid; while :; do sleep 0.1; done'\n",
+        )],
+        &["--grace", "1m", "w.slurp"],
         &["pid"],
     );
     let start = Instant::now();
@@ -376,8 +345,8 @@ fn halt_now_stops_running_tasks() {
 #[test]
 fn ranks_die_with_slurp_even_on_sigkill() {
     let (_dir, child, pids) = start_run(
-        "task s: sh -c 'echo $$ > pid; exec sleep 60'\n",
-        &[],
+        &[("w.slurp", "task s: sh -c 'echo $$ > pid; exec sleep 60'\n")],
+        &["w.slurp"],
         &["pid"],
     );
     signal(&child, nix::sys::signal::Signal::SIGKILL);
@@ -387,19 +356,4 @@ fn ranks_die_with_slurp_even_on_sigkill() {
         assert!(Instant::now() < deadline, "the rank outlived slurp");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether any live (non-zombie) process is in process group `pgid`.
-fn alive_in_group(pgid: i32) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // Fields after the command name: state, ppid, pgrp, …
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            return false;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
-    })
 }

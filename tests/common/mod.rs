@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct Test {
     dir: tempfile::TempDir,
@@ -168,4 +169,59 @@ pub fn binary() -> PathBuf {
 /// The repository root, where examples/ and stdlib/ live.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// Running slurp as a live process: for signals and crashes.
+
+/// Writes `files` into a fresh directory, starts slurp there with `args`,
+/// and waits until the tasks wrote the `pid_files` (their shell's pid).
+pub fn start_run(
+    files: &[(&str, &str)],
+    args: &[&str],
+    pid_files: &[&str],
+) -> (tempfile::TempDir, std::process::Child, Vec<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let child = Command::new(binary())
+        .args(args)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let paths: Vec<_> = pid_files.iter().map(|p| dir.path().join(p)).collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !paths
+        .iter()
+        .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
+    {
+        assert!(Instant::now() < deadline, "tasks did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
+        .collect();
+    (dir, child, pids)
+}
+
+pub fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+/// Whether any live (non-zombie) process is in process group `pgid`.
+pub fn alive_in_group(pgid: i32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name: state, ppid, pgrp, …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+    })
 }
