@@ -198,8 +198,9 @@ fn halt_soon_starts_nothing_after_a_failure() {
     let run = Test::new()
         .file(
             "w.slurp",
-            "task bad: false\ntask later[i=1..5] after=bad_never_mind: true\n"
-                .replace("after=bad_never_mind", "cores=2"),
+            "task bad: false
+task later[i=1..5] cores=2: true
+",
         )
         .args(&[
             "--cores", "2", "--halt", "soon", "--policy", "fcfs", "w.slurp",
