@@ -46,7 +46,7 @@ fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
 
 fn decisions(c: &mut Criterion) {
     let mut group = c.benchmark_group("decision with 100k queued");
-    for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+    for policy in [PolicyKind::FCFS, PolicyKind::EASY, PolicyKind::CONSERVATIVE] {
         group.bench_function(policy.to_string(), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;

@@ -97,7 +97,7 @@ fn main() {
     let before_core = peak_rss_kib();
     let mut core = slurp_runtime::core::Core::for_workflow(
         opts.capacity,
-        slurp_runtime::core::PolicyKind::Easy,
+        slurp_runtime::core::PolicyKind::EASY,
         loaded.program.root(),
         slurp_runtime::core::Time(0),
     );

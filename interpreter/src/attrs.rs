@@ -168,10 +168,21 @@ pub fn parse_env(text: &str) -> Result<Vec<(&str, &str)>, String> {
         .collect()
 }
 
-/// `fcfs`, `easy`, …, or `fair:PATH.onnx`.
+/// `fcfs`, `easy`, `sjf+easy`, `f1+conservative`, …, or `fair:PATH.onnx`.
 pub fn parse_policy(text: &str) -> Result<(), String> {
-    let name = text.split_once(':').map_or(text, |(name, _)| name);
-    if POLICIES.contains(&name) && (name == "fair" || !text.contains(':')) {
+    let (name, model) = match text.split_once(':') {
+        Some((name, model)) => (name, Some(model)),
+        None => (text, None),
+    };
+    let (order, backfill) = match name.split_once('+') {
+        Some((order, backfill)) => (order, Some(backfill)),
+        None => (name, None),
+    };
+    let backfill_ok = backfill.is_none_or(|b| {
+        matches!(b, "easy" | "bf" | "conservative") && !matches!(order, "easy" | "conservative")
+    });
+    let model_ok = model.is_none() || order == "fair";
+    if POLICIES.contains(&order) && backfill_ok && model_ok {
         Ok(())
     } else {
         Err(format!("unknown policy `{text}`"))
@@ -232,5 +243,10 @@ mod tests {
         assert!(parse_policy("fair:/m/x.onnx").is_ok());
         assert!(parse_policy("easy").is_ok());
         assert!(parse_policy("eazy").is_err());
+        assert!(parse_policy("sjf+easy").is_ok());
+        assert!(parse_policy("wfp3+conservative").is_ok());
+        assert!(parse_policy("sjf+eazy").is_err());
+        assert!(parse_policy("easy+easy").is_err());
+        assert!(parse_policy("sjf:/m.onnx").is_err());
     }
 }

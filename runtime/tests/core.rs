@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
-use slurp_runtime::core::{Core, Event, Job, Outcome, PolicyKind, Reason, State, Time};
+use slurp_runtime::core::{
+    Backfill, Core, Event, Job, Order, Outcome, PolicyKind, Reason, State, Time,
+};
 use slurp_runtime::{Capacity, Request, TaskId};
 
 const CAP: Capacity = Capacity {
@@ -157,7 +159,7 @@ fn fcfs_blocks_behind_a_head_that_does_not_fit() {
         spec(job(4, 1, Some(5)), 5),
         spec(job(1, 1, Some(1)), 1),
     ];
-    let trace = simulate(ONE_NODE, PolicyKind::Fcfs, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::FCFS, &specs);
     assert_eq!(trace.starts[&1], [Time(10_000)]);
     assert_eq!(
         trace.starts[&2],
@@ -176,7 +178,7 @@ fn easy_backfills_what_ends_before_the_reservation_only() {
         spec(job(1, 1, Some(5)), 5),
         spec(job(1, 1, Some(20)), 20),
     ];
-    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::EASY, &specs);
     assert_eq!(trace.starts[&2], [Time(0)]);
     assert_eq!(
         trace.starts[&1],
@@ -196,7 +198,7 @@ fn easy_lets_an_unbounded_task_use_only_what_the_head_leaves() {
         spec(job(1, 1, None), 30),
         spec(job(1, 2, None), 1),
     ];
-    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::EASY, &specs);
     assert_eq!(trace.starts[&2], [Time(0)]);
     assert_eq!(trace.starts[&1], [Time(10_000)]);
     assert!(trace.starts[&3][0] >= Time(10_000));
@@ -210,7 +212,7 @@ fn sjf_runs_the_shortest_first() {
         spec(job(4, 1, Some(5)), 5),
         spec(job(4, 1, None), 1),
     ];
-    let trace = simulate(ONE_NODE, PolicyKind::Sjf, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::SJF, &specs);
     assert_eq!(trace.order, [0, 2, 1, 3]);
 }
 
@@ -224,7 +226,7 @@ fn conservative_backfills_without_delaying_any_reservation() {
         spec(job(2, 1, Some(5)), 5),
         spec(job(1, 1, Some(5)), 5),
     ];
-    let trace = simulate(ONE_NODE, PolicyKind::Conservative, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::CONSERVATIVE, &specs);
     assert_eq!(trace.starts[&3], [Time(0)]);
     assert_eq!(trace.starts[&1], [Time(10_000)]);
     assert_eq!(trace.starts[&2], [Time(15_000)]);
@@ -241,7 +243,7 @@ fn a_failed_dependency_skips_everything_downstream_with_the_reason() {
     specs[0].fails = true;
     specs[1].deps = vec![0];
     specs[2].deps = vec![1];
-    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::EASY, &specs);
     assert_eq!(trace.finals[&0].0, State::Failed);
     assert_eq!(
         trace.finals[&1],
@@ -264,7 +266,7 @@ fn retries_rerun_a_failing_task_then_give_up() {
         1,
     )];
     specs[0].fails = true;
-    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::EASY, &specs);
     assert_eq!(trace.starts[&0].len(), 3, "one attempt and two retries");
     assert_eq!(trace.finals[&0].0, State::Failed);
 }
@@ -273,7 +275,7 @@ fn retries_rerun_a_failing_task_then_give_up() {
 fn a_task_over_its_limit_times_out_and_its_dependents_are_skipped() {
     let mut specs = vec![spec(job(1, 1, Some(5)), 9), spec(job(1, 1, None), 1)];
     specs[1].deps = vec![0];
-    let trace = simulate(ONE_NODE, PolicyKind::Easy, &specs);
+    let trace = simulate(ONE_NODE, PolicyKind::EASY, &specs);
     assert_eq!(trace.finals[&0].0, State::Timeout);
     assert_eq!(trace.finals[&1].0, State::Skipped);
 }
@@ -281,7 +283,7 @@ fn a_task_over_its_limit_times_out_and_its_dependents_are_skipped() {
 #[test]
 fn halt_cancels_everything_not_yet_running() {
     let jobs = vec![job(4, 1, None), job(1, 1, None), job(1, 1, None)];
-    let mut core = Core::new(ONE_NODE, PolicyKind::Easy, jobs, |_| Vec::new(), Time(0));
+    let mut core = Core::new(ONE_NODE, PolicyKind::EASY, jobs, |_| Vec::new(), Time(0));
     core.schedule(Time(0));
     core.halt(Time(5));
     assert_eq!(core.state(TaskId(0)), State::Running);
@@ -349,12 +351,64 @@ fn arb_specs(max: usize, failures: bool) -> impl Strategy<Value = Vec<Spec>> {
     })
 }
 
-const POLICIES: [PolicyKind; 4] = [
-    PolicyKind::Fcfs,
-    PolicyKind::Sjf,
-    PolicyKind::Easy,
-    PolicyKind::Conservative,
-];
+/// Every order with every backfilling mode.
+fn policies() -> Vec<PolicyKind> {
+    Order::ALL
+        .into_iter()
+        .flat_map(|o| {
+            [Backfill::None, Backfill::Easy, Backfill::Conservative].map(|b| PolicyKind::new(o, b))
+        })
+        .collect()
+}
+
+#[test]
+fn policy_names_round_trip() {
+    for policy in policies() {
+        assert_eq!(policy.to_string().parse::<PolicyKind>(), Ok(policy));
+    }
+    assert_eq!(
+        "sjf+bf".parse::<PolicyKind>(),
+        Ok(PolicyKind::new(Order::Sjf, Backfill::Easy))
+    );
+    assert_eq!("fcfs+easy".parse::<PolicyKind>(), Ok(PolicyKind::EASY));
+    for bad in ["", "sjf+", "easy+easy", "lifo", "f1+bff"] {
+        assert!(bad.parse::<PolicyKind>().is_err(), "{bad:?} parsed");
+    }
+}
+
+#[test]
+fn f1_weighs_time_and_width() {
+    // All submitted at 0 (s = 0.1 for all): key = log10(r)·n + const.
+    // 1: r=100,n=1 → 2; 2: r=10,n=4 → 4; 3: r=1000,n=1 → 3. Order 1,3,2.
+    let specs = [
+        spec(job(4, 1, Some(1)), 1),
+        spec(job(1, 1, Some(100)), 100),
+        spec(job(4, 1, Some(10)), 10),
+        spec(job(1, 1, Some(1000)), 1),
+    ];
+    let trace = simulate(ONE_NODE, PolicyKind::new(Order::F1, Backfill::None), &specs);
+    assert_eq!(trace.order[..2], [0, 1]);
+    assert_eq!(trace.order[2..], [3, 2], "order {:?}", trace.order);
+}
+
+#[test]
+fn wfp3_prefers_short_waiting_tasks() {
+    // At 10 s both waited 10 s: 1 (4 cores, r 100): −(0.1)³·4 = −0.004;
+    // 2 (1 core, r 10): −1. The narrow short one goes first, unlike FCFS.
+    let specs = [
+        spec(job(4, 1, Some(10)), 10),
+        spec(job(4, 1, Some(100)), 5),
+        spec(job(1, 1, Some(10)), 5),
+    ];
+    let wfp3 = simulate(
+        ONE_NODE,
+        PolicyKind::new(Order::Wfp3, Backfill::None),
+        &specs,
+    );
+    assert_eq!(wfp3.order, [0, 2, 1]);
+    let fcfs = simulate(ONE_NODE, PolicyKind::FCFS, &specs);
+    assert_eq!(fcfs.order, [0, 1, 2]);
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
@@ -364,8 +418,8 @@ proptest! {
     /// dependencies succeeded, and every task whose dependencies succeeded
     /// ran to a final state.
     #[test]
-    fn dependencies_and_progress(specs in arb_specs(24, true), p in 0usize..4) {
-        let trace = simulate(CAP, POLICIES[p], &specs);
+    fn dependencies_and_progress(specs in arb_specs(24, true), p in 0usize..15) {
+        let trace = simulate(CAP, policies()[p], &specs);
         for (t, spec) in specs.iter().enumerate() {
             let t = t as u32;
             let (state, _) = &trace.finals[&t];
@@ -386,7 +440,7 @@ proptest! {
     #[test]
     fn fcfs_starts_in_order(specs in arb_specs(24, false)) {
         let specs: Vec<Spec> = specs.into_iter().map(|s| Spec { deps: Vec::new(), ..s }).collect();
-        let trace = simulate(CAP, PolicyKind::Fcfs, &specs);
+        let trace = simulate(CAP, PolicyKind::FCFS, &specs);
         let firsts: Vec<u32> = trace.order.iter().copied().filter({
             let mut seen = HashSet::new();
             move |t| seen.insert(*t)
@@ -405,7 +459,7 @@ proptest! {
             }
             s
         }).collect();
-        let trace = simulate(CAP, PolicyKind::Easy, &specs);
+        let trace = simulate(CAP, PolicyKind::EASY, &specs);
         for (head, at) in &trace.reservations {
             prop_assert!(trace.starts[head][0] <= *at, "head {head} reserved at {at:?} started at {:?}", trace.starts[head][0]);
         }

@@ -26,7 +26,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub use cluster::{Alloc, Amounts, Cluster, NodeSlice};
-pub use policy::{PolicyKind, UnknownPolicy};
+pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy};
 
 use crate::ir::{Request, TaskId, Workflow};
 use crate::resources::Capacity;
@@ -169,6 +169,10 @@ struct Slot {
     reason: Reason,
     /// Where the running attempt is and when it started.
     running: Option<(Time, Alloc)>,
+    /// When it first became runnable (its submit time for the policy).
+    ready: Time,
+    /// Its key in `queue` while queued.
+    key: u64,
 }
 
 /// The scheduler core of one instance.
@@ -187,6 +191,8 @@ pub struct Core {
     by_limit: BTreeSet<(u64, u32)>,
     /// Running tasks by estimated end.
     running: BTreeSet<(Time, u32)>,
+    /// When time-dependent keys were last computed.
+    keyed_at: Time,
     outbox: Vec<Event>,
     halted: bool,
     counts: [usize; 8],
@@ -233,6 +239,8 @@ impl Core {
                     attempts: 0,
                     reason: Reason::Waiting,
                     running: None,
+                    ready: now,
+                    key: 0,
                 })
                 .collect(),
             offsets,
@@ -240,6 +248,7 @@ impl Core {
             queue: BTreeSet::new(),
             by_limit: BTreeSet::new(),
             running: BTreeSet::new(),
+            keyed_at: now,
             outbox: Vec::new(),
             halted: false,
             counts: [0; 8],
@@ -347,15 +356,48 @@ impl Core {
     }
 
     fn make_runnable(&mut self, now: Time, task: u32) {
-        let key = self.policy.key(&self.slots[task as usize].job);
-        self.enqueue(key, task);
+        self.slots[task as usize].ready = now;
+        self.enqueue(now, task);
         self.set_state(now, task, State::Runnable, Reason::Ready);
     }
 
-    fn enqueue(&mut self, key: u64, task: u32) {
-        self.queue.insert((key, task));
-        let limit = self.slots[task as usize].job.time_limit.unwrap_or(u64::MAX);
+    fn enqueue(&mut self, now: Time, task: u32) {
+        let slot = &mut self.slots[task as usize];
+        slot.key = self.policy.key(&slot.job, slot.ready, now);
+        self.queue.insert((slot.key, task));
+        let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.by_limit.insert((limit, task));
+    }
+
+    /// Takes a queued task out of both indexes.
+    fn dequeue(&mut self, task: u32) -> bool {
+        let slot = &self.slots[task as usize];
+        if !self.queue.remove(&(slot.key, task)) {
+            return false;
+        }
+        let limit = slot.job.time_limit.unwrap_or(u64::MAX);
+        self.by_limit.remove(&(limit, task));
+        true
+    }
+
+    /// Adds a task that arrives now, with no dependencies (a simulated
+    /// trace's jobs arrive so). It is runnable at once.
+    pub fn submit(&mut self, now: Time, job: Job) -> TaskId {
+        let t = self.slots.len() as u32;
+        self.slots.push(Slot {
+            job,
+            state: State::Pending,
+            deps_left: 0,
+            attempts: 0,
+            reason: Reason::Waiting,
+            running: None,
+            ready: now,
+            key: 0,
+        });
+        self.offsets.push(self.dependents.len() as u32);
+        self.counts[State::Pending as usize] += 1;
+        self.make_runnable(now, t);
+        TaskId(t)
     }
 
     /// Starts what the policy says can start now.
@@ -363,7 +405,23 @@ impl Core {
         if self.halted || self.queue.is_empty() {
             return;
         }
+        if self.policy.order.is_dynamic() && now != self.keyed_at {
+            self.rekey(now);
+        }
         policy::select(self, now);
+    }
+
+    /// Recomputes time-dependent keys: the order of the queue changes as
+    /// tasks wait.
+    fn rekey(&mut self, now: Time) {
+        self.keyed_at = now;
+        let queued: Vec<u32> = self.queue.iter().map(|&(_, t)| t).collect();
+        self.queue.clear();
+        for t in queued {
+            let slot = &mut self.slots[t as usize];
+            slot.key = self.policy.key(&slot.job, slot.ready, now);
+            self.queue.insert((slot.key, t));
+        }
     }
 
     fn start(&mut self, now: Time, task: u32) {
@@ -371,10 +429,7 @@ impl Core {
         let Some(alloc) = self.cluster.allocate(&request) else {
             unreachable!("the policy chose task {task}, which does not fit");
         };
-        let key = self.policy.key(&self.slots[task as usize].job);
-        self.queue.remove(&(key, task));
-        let limit = self.slots[task as usize].job.time_limit.unwrap_or(u64::MAX);
-        self.by_limit.remove(&(limit, task));
+        self.dequeue(task);
         let slot = &mut self.slots[task as usize];
         slot.attempts += 1;
         let attempt = slot.attempts;
@@ -401,11 +456,7 @@ impl Core {
             if !done(TaskId(t)) {
                 continue;
             }
-            let key = self.policy.key(&self.slots[t as usize].job);
-            if self.queue.remove(&(key, t)) {
-                let limit = self.slots[t as usize].job.time_limit.unwrap_or(u64::MAX);
-                self.by_limit.remove(&(limit, t));
-            }
+            self.dequeue(t);
             self.set_state(now, t, State::Succeeded, Reason::Resumed);
             self.release_dependents(now, t);
         }
@@ -439,8 +490,7 @@ impl Core {
             }
             _ if retry => {
                 let attempt = self.slots[t as usize].attempts;
-                let key = self.policy.key(&self.slots[t as usize].job);
-                self.enqueue(key, t);
+                self.enqueue(now, t);
                 self.set_state(now, t, State::Runnable, Reason::Retry { attempt });
             }
             _ => {

@@ -1,17 +1,40 @@
 //! Queue policies: which runnable tasks start now.
 //!
-//! - `fcfs`: strict order of submission; the first task that does not fit
-//!   blocks everything behind it.
-//! - `sjf`: shortest time limit first (tasks without one last), strict.
-//! - `easy` (the default): FCFS order; when the head does not fit it gets a
-//!   reservation — the earliest time running tasks' time limits free enough
-//!   for it — and later tasks start now only if they end before it
-//!   (shortest first: found in a time-limit index, so a deep queue costs
-//!   nothing when none qualifies) or, in queue order, use only what the head
-//!   will not need then. A task without `time` is unbounded: it can only use
-//!   what the head will not need.
+//! A policy is an **order** and a **backfilling** mode. Orders (lowest key
+//! first; ties keep submission order):
+//!
+//! - `fcfs`: submission order.
+//! - `sjf`: shortest time limit first (tasks without one last).
+//! - `f1`: log10(r)·n + 870·log10(s) — the heuristic Carastan-Santos and de
+//!   Camargo found by regression (r: time limit, n: cores, s: submit time
+//!   in seconds; values ≤ 0 become 0.1 before the logarithm).
+//! - `wfp3`: −(w/r)³·n, w the time waited so far: long-waiting, short, wide
+//!   tasks first (Tang et al.).
+//! - `unicep`: −w/(log2(n)·r) (Tang et al.; log2 n taken as at least 1, so a
+//!   one-core task does not divide by zero).
+//!
+//! `wfp3` and `unicep` depend on the time: the queue is re-ranked when the
+//! clock has moved since the last decision. A task without a time limit has
+//! r = ∞ (last under `sjf`/`f1`, no urgency under `wfp3`/`unicep`); r is at
+//! least one second.
+//!
+//! Backfilling:
+//!
+//! - none: the first task in order that does not fit blocks everything
+//!   behind it.
+//! - `easy`: when the head does not fit it gets a reservation — the earliest
+//!   time running tasks' time limits free enough for it — and later tasks
+//!   start now only if they end before it (shortest first: found in a
+//!   time-limit index, so a deep queue costs nothing when none qualifies)
+//!   or, in queue order, use only what the head will not need then. A task
+//!   without `time` is unbounded: it can only use what the head will not
+//!   need.
 //! - `conservative`: every waiting task gets a reservation in order; a task
 //!   starts now only if that delays no earlier reservation.
+//!
+//! Names: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, each with `+easy` (alias
+//! `+bf`) or `+conservative`; `easy` is `fcfs+easy` (the default) and
+//! `conservative` is `fcfs+conservative`.
 //!
 //! Reservations count resources summed over the instance (exact on one node,
 //! where cores of a kind are interchangeable). Backfilling looks at most
@@ -28,13 +51,71 @@ pub const BACKFILL_DEPTH: usize = 1000;
 /// Conservative reservations are quadratic in depth; it looks less far.
 pub const CONSERVATIVE_DEPTH: usize = 200;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PolicyKind {
+/// The order of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Order {
     Fcfs,
     Sjf,
-    #[default]
+    F1,
+    Wfp3,
+    Unicep,
+}
+
+impl Order {
+    pub const ALL: [Order; 5] = [
+        Order::Fcfs,
+        Order::Sjf,
+        Order::F1,
+        Order::Wfp3,
+        Order::Unicep,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Fcfs => "fcfs",
+            Order::Sjf => "sjf",
+            Order::F1 => "f1",
+            Order::Wfp3 => "wfp3",
+            Order::Unicep => "unicep",
+        }
+    }
+
+    /// Whether keys change as time passes (the queue is re-ranked).
+    pub fn is_dynamic(self) -> bool {
+        matches!(self, Order::Wfp3 | Order::Unicep)
+    }
+}
+
+/// What may start around a head that does not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backfill {
+    None,
     Easy,
     Conservative,
+}
+
+/// A queue order and a backfilling mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PolicyKind {
+    pub order: Order,
+    pub backfill: Backfill,
+}
+
+impl Default for PolicyKind {
+    fn default() -> Self {
+        PolicyKind::EASY
+    }
+}
+
+impl PolicyKind {
+    pub const FCFS: PolicyKind = PolicyKind::new(Order::Fcfs, Backfill::None);
+    pub const SJF: PolicyKind = PolicyKind::new(Order::Sjf, Backfill::None);
+    pub const EASY: PolicyKind = PolicyKind::new(Order::Fcfs, Backfill::Easy);
+    pub const CONSERVATIVE: PolicyKind = PolicyKind::new(Order::Fcfs, Backfill::Conservative);
+
+    pub const fn new(order: Order, backfill: Backfill) -> Self {
+        PolicyKind { order, backfill }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +125,9 @@ impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown policy `{}` (the runtime has fcfs, sjf, easy, conservative)",
+            "unknown policy `{}` (orders: fcfs, sjf, f1, wfp3, unicep, each with an \
+             optional +easy or +conservative; easy = fcfs+easy, conservative = \
+             fcfs+conservative)",
             self.0
         )
     }
@@ -56,33 +139,66 @@ impl std::str::FromStr for PolicyKind {
     type Err = UnknownPolicy;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || UnknownPolicy(s.to_owned());
         match s {
-            "fcfs" => Ok(PolicyKind::Fcfs),
-            "sjf" => Ok(PolicyKind::Sjf),
-            "easy" => Ok(PolicyKind::Easy),
-            "conservative" => Ok(PolicyKind::Conservative),
-            other => Err(UnknownPolicy(other.to_owned())),
+            "easy" => return Ok(PolicyKind::EASY),
+            "conservative" => return Ok(PolicyKind::CONSERVATIVE),
+            _ => {}
         }
+        let (order, backfill) = match s.split_once('+') {
+            Some((order, "easy" | "bf")) => (order, Backfill::Easy),
+            Some((order, "conservative")) => (order, Backfill::Conservative),
+            Some(_) => return Err(unknown()),
+            None => (s, Backfill::None),
+        };
+        let order = Order::ALL
+            .into_iter()
+            .find(|o| o.name() == order)
+            .ok_or_else(unknown)?;
+        Ok(PolicyKind::new(order, backfill))
     }
 }
 
 impl fmt::Display for PolicyKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PolicyKind::Fcfs => "fcfs",
-            PolicyKind::Sjf => "sjf",
-            PolicyKind::Easy => "easy",
-            PolicyKind::Conservative => "conservative",
-        })
+        match (self.order, self.backfill) {
+            (Order::Fcfs, Backfill::Easy) => f.write_str("easy"),
+            (Order::Fcfs, Backfill::Conservative) => f.write_str("conservative"),
+            (order, Backfill::None) => f.write_str(order.name()),
+            (order, Backfill::Easy) => write!(f, "{}+easy", order.name()),
+            (order, Backfill::Conservative) => write!(f, "{}+conservative", order.name()),
+        }
+    }
+}
+
+/// Maps a float onto a `u64` with the same order, so float priorities live
+/// in the same integer-keyed queue as the others.
+fn float_key(x: f64) -> u64 {
+    let bits = if x.is_nan() { f64::INFINITY } else { x }.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
 impl PolicyKind {
-    /// The queue key; ties fall back to task order (submission order).
-    pub(super) fn key(self, job: &Job) -> u64 {
-        match self {
-            PolicyKind::Sjf => job.time_limit.unwrap_or(u64::MAX),
-            _ => 0,
+    /// The queue key of `job`, runnable since `ready`, at `now`; ties fall
+    /// back to task order (submission order).
+    pub(super) fn key(self, job: &Job, ready: Time, now: Time) -> u64 {
+        let r = || job.time_limit.map_or(f64::INFINITY, |r| r.max(1) as f64);
+        let n = || job.request.total_cores().max(1) as f64;
+        let waited = || now.0.saturating_sub(ready.0) as f64 / 1000.0;
+        match self.order {
+            Order::Fcfs => 0,
+            Order::Sjf => job.time_limit.unwrap_or(u64::MAX),
+            Order::F1 => {
+                let positive = |x: f64| if x <= 0.0 { 0.1 } else { x };
+                let s = ready.0 as f64 / 1000.0;
+                float_key(positive(r()).log10() * n() + 870.0 * positive(s).log10())
+            }
+            Order::Wfp3 => float_key(-(waited() / r()).powi(3) * n()),
+            Order::Unicep => float_key(-waited() / (n().log2().max(1.0) * r())),
         }
     }
 }
@@ -96,10 +212,10 @@ pub(super) fn select(core: &mut Core, now: Time) {
         }
         core.start(now, head);
     }
-    match core.policy {
-        PolicyKind::Fcfs | PolicyKind::Sjf => {}
-        PolicyKind::Easy => easy(core, now),
-        PolicyKind::Conservative => conservative(core, now),
+    match core.policy.backfill {
+        Backfill::None => {}
+        Backfill::Easy => easy(core, now),
+        Backfill::Conservative => conservative(core, now),
     }
 }
 
@@ -170,7 +286,7 @@ fn easy(core: &mut Core, now: Time) {
     if shadow != Time::NEVER && projected.free().cores == 0 {
         return;
     }
-    let mut cursor = (core.policy.key(&core.slots[head as usize].job), head);
+    let mut cursor = (core.slots[head as usize].key, head);
     for _ in 0..BACKFILL_DEPTH {
         if core.cluster.free().cores == 0 {
             break;
