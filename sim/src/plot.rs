@@ -1,0 +1,105 @@
+//! The comparison as a picture: one bar chart per measure, a bar per
+//! policy, in one self-contained SVG (plotters' SVG backend).
+
+use plotters::prelude::*;
+
+use crate::PolicyResult;
+
+/// Reads one measure from a result.
+type Measure = fn(&PolicyResult) -> f64;
+
+/// The measures drawn, with how to read each from a result.
+const PANELS: [(&str, Measure); 4] = [
+    ("average bounded slowdown (lower is better)", |r| {
+        r.summary.avg_bounded_slowdown
+    }),
+    ("worst user's bounded slowdown (lower is better)", |r| {
+        r.summary.worst_user_bounded_slowdown
+    }),
+    ("average wait, hours (lower is better)", |r| {
+        r.summary.avg_wait / 3600.0
+    }),
+    ("utilisation (higher is better)", |r| r.summary.utilisation),
+];
+
+/// Renders `results` under `title` as SVG text.
+pub fn svg(title: &str, results: &[PolicyResult]) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (1200, 800)).into_drawing_area();
+        draw(&root, title, results).map_err(|e| format!("drawing the chart: {e}"))?;
+        root.present()
+            .map_err(|e| format!("drawing the chart: {e}"))?;
+    }
+    Ok(out)
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+fn draw(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    results: &[PolicyResult],
+) -> Result<(), Failure> {
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 24))?;
+    let names: Vec<String> = results.iter().map(|r| r.policy.to_string()).collect();
+    for (area, (caption, value)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
+        let values: Vec<f64> = results.iter().map(value).collect();
+        let top = values
+            .iter()
+            .copied()
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE)
+            * 1.15;
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d((0..values.len()).into_segmented(), 0.0..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(values.len().max(1))
+            .x_label_formatter(&|x| match x {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_label_formatter(&|y| format_value(*y))
+            .draw()?;
+        chart.draw_series(values.iter().enumerate().map(|(i, &v)| {
+            let colour = Palette99::pick(i).filled();
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), 0.0),
+                    (SegmentValue::Exact(i + 1), v),
+                ],
+                colour,
+            );
+            bar.set_margin(0, 0, 8, 8);
+            bar
+        }))?;
+        chart.draw_series(values.iter().enumerate().map(|(i, &v)| {
+            Text::new(
+                format_value(v),
+                (SegmentValue::CenterOf(i), v),
+                ("sans-serif", 12).into_font().color(&BLACK),
+            )
+        }))?;
+    }
+    Ok(())
+}
+
+/// Short numbers for labels: 3 significant digits, no exponent.
+fn format_value(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}

@@ -1,0 +1,204 @@
+//! The reference model, step for step (RL-SPEC.md), so that slurp's
+//! figures can be compared with the published ones to the digit.
+//!
+//! It is not slurp's scheduler: whole nodes are allocated exclusively, one
+//! job is chosen per decision and waited for (later arrivals are not
+//! re-ranked ahead of it), backfilling computes its shadow time once per
+//! wait and has no spare-node rule, and the replay stops when the window's
+//! last job has started. Where the reference's behaviour depends on the
+//! order of its lists (ties in a stable sort, which of two jobs ending at
+//! the same second is released first) this module keeps the same lists and
+//! sorts them the same way.
+
+use slurp_runtime::core::Order;
+
+use crate::{Schedule, Window, Workload};
+
+/// A key that sorts like the reference's score tuples.
+type Key = (u64, u64);
+
+/// Maps a float onto a `u64` of the same order.
+fn ordered(x: f64) -> u64 {
+    let bits = if x.is_nan() { f64::INFINITY } else { x }.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+struct Sim<'a> {
+    /// Submit, run, estimate, processors of the window's jobs.
+    submit: &'a [u64],
+    run: &'a [u64],
+    estimate: &'a [u64],
+    procs: &'a [u32],
+    /// Whole nodes each job takes.
+    nodes: Vec<u32>,
+    procs_per_node: u64,
+    free: u32,
+    now: u64,
+    /// The next job of the window to arrive.
+    next: usize,
+    queue: Vec<u32>,
+    running: Vec<u32>,
+    starts: Vec<u64>,
+    order: Vec<u32>,
+}
+
+impl Sim<'_> {
+    fn end(&self, j: u32) -> u64 {
+        self.starts[j as usize] + self.run[j as usize]
+    }
+
+    fn start(&mut self, j: u32) {
+        self.starts[j as usize] = self.now;
+        self.free -= self.nodes[j as usize];
+        self.running.push(j);
+        self.order.push(j);
+    }
+
+    fn fits(&self, j: u32) -> bool {
+        self.nodes[j as usize] <= self.free
+    }
+
+    /// One event: the next arrival if it comes no later than the earliest
+    /// end (arrivals win ties), else that end. `false` when neither exists.
+    fn step(&mut self) -> bool {
+        let mut running = std::mem::take(&mut self.running);
+        running.sort_by_key(|&r| self.end(r));
+        self.running = running;
+        let release = self.running.first().map_or(u64::MAX, |&r| self.end(r));
+        if self.next < self.submit.len() && self.submit[self.next] <= release {
+            self.now = self.now.max(self.submit[self.next]);
+            self.queue.push(self.next as u32);
+            self.next += 1;
+        } else if let Some(&r) = self.running.first() {
+            self.now = self.now.max(release);
+            self.free += self.nodes[r as usize];
+            self.running.remove(0);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    fn key(&self, order: Order, j: u32) -> Key {
+        let j = j as usize;
+        let (s, r, n) = (
+            self.submit[j] as f64,
+            self.estimate[j] as f64,
+            self.procs[j] as f64,
+        );
+        let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
+        let w = (self.now - self.submit[j]) as f64;
+        match order {
+            Order::Fcfs => (self.submit[j], 0),
+            Order::Sjf => (self.estimate[j], self.submit[j]),
+            Order::F1 => (
+                ordered(positive(r).log10() * n + 870.0 * positive(s).log10()),
+                0,
+            ),
+            Order::Wfp3 => (ordered(-(w / r.max(1.0)).powi(3) * n), 0),
+            Order::Unicep => (ordered(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
+        }
+    }
+
+    /// Waits, starting nothing, until `chosen` fits.
+    fn wait(&mut self, chosen: u32) {
+        while !self.fits(chosen) && self.step() {}
+    }
+
+    /// Waits until `chosen` fits, backfilling meanwhile what fits now and
+    /// ends (by its estimate) strictly before the shadow time.
+    fn wait_backfilling(&mut self, chosen: u32) {
+        let mut running = std::mem::take(&mut self.running);
+        running.sort_by_key(|&r| self.starts[r as usize] + self.estimate[r as usize]);
+        self.running = running;
+        let mut shadow = self.now;
+        let mut free = self.free as u64 * self.procs_per_node;
+        for &r in &self.running {
+            free += self.nodes[r as usize] as u64 * self.procs_per_node;
+            shadow = self.starts[r as usize] + self.estimate[r as usize];
+            if free >= self.procs[chosen as usize] as u64 {
+                break;
+            }
+        }
+        while !self.fits(chosen) {
+            let mut queue = std::mem::take(&mut self.queue);
+            queue.sort_by_key(|&j| self.submit[j as usize]);
+            let mut kept = Vec::with_capacity(queue.len());
+            for j in queue {
+                if self.fits(j) && self.now + self.estimate[j as usize] < shadow {
+                    self.start(j);
+                } else {
+                    kept.push(j);
+                }
+            }
+            self.queue = kept;
+            if !self.step() {
+                break;
+            }
+        }
+    }
+}
+
+/// Replays `window` of `workload` with the reference model under `order`,
+/// with or without its backfilling.
+pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) -> Schedule {
+    let jobs = &workload.jobs[window.range()];
+    let column = |f: fn(&crate::SimJob) -> u64| jobs.iter().map(f).collect::<Vec<_>>();
+    let (submit, run, estimate) = (
+        column(|j| j.submit),
+        column(|j| j.run),
+        column(|j| j.estimate),
+    );
+    let procs: Vec<u32> = jobs.iter().map(|j| j.procs).collect();
+    let machine = workload.machine;
+    let mut sim = Sim {
+        submit: &submit,
+        run: &run,
+        estimate: &estimate,
+        procs: &procs,
+        nodes: procs.iter().map(|&p| machine.nodes_for(p)).collect(),
+        procs_per_node: machine.procs_per_node as u64,
+        free: machine.nodes,
+        now: submit.first().copied().unwrap_or(0),
+        next: 0,
+        queue: Vec::new(),
+        running: Vec::new(),
+        starts: vec![0; jobs.len()],
+        order: Vec::with_capacity(jobs.len()),
+    };
+    if jobs.is_empty() {
+        return Schedule::new(window, Vec::new(), Vec::new());
+    }
+    sim.queue.push(0);
+    sim.next = 1;
+    while !sim.queue.is_empty() {
+        let mut queue = std::mem::take(&mut sim.queue);
+        queue.sort_by_cached_key(|&j| sim.key(order, j));
+        sim.queue = queue;
+        let chosen = sim.queue[0];
+        if !sim.fits(chosen) {
+            if backfill {
+                sim.wait_backfilling(chosen);
+            } else {
+                sim.wait(chosen);
+            }
+        }
+        let at = sim
+            .queue
+            .iter()
+            .position(|&j| j == chosen)
+            .unwrap_or_else(|| unreachable!("the chosen job waits in the queue"));
+        sim.queue.remove(at);
+        sim.start(chosen);
+        // Nothing queued: move on to the next arrival, releasing what ends
+        // first; when nothing is left to arrive, the window is done.
+        while sim.queue.is_empty() && sim.next < submit.len() {
+            sim.step();
+        }
+    }
+    Schedule::new(window, sim.starts, sim.order)
+}

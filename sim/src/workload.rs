@@ -1,0 +1,155 @@
+//! A trace's jobs as the simulator sees them, loaded as the reference
+//! model loads them (RL-SPEC.md): requested processors = max(allocated,
+//! requested); requested time = the user's estimate, or the run time when
+//! unknown; a negative run time becomes 10 s; jobs that ran 0 s are
+//! dropped; jobs sorted by id. Jobs asking no processors or more than the
+//! machine has cannot be scheduled: they are dropped too, and counted.
+
+use std::fmt;
+
+use slurp_trace::Trace;
+
+/// One job of the workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimJob {
+    /// The trace's job number.
+    pub id: i64,
+    /// Seconds from the start of the trace.
+    pub submit: u64,
+    /// Seconds it really ran.
+    pub run: u64,
+    /// Seconds the user asked for: what the scheduler believes.
+    pub estimate: u64,
+    /// Processors it needs.
+    pub procs: u32,
+    /// `-1` where the trace does not say.
+    pub user: i64,
+    pub group: i64,
+    pub exe: i64,
+    /// Requested memory (KB per processor), `-1` where unknown.
+    pub mem: i64,
+}
+
+/// The machine a trace ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Machine {
+    pub nodes: u32,
+    pub procs_per_node: u32,
+}
+
+impl Machine {
+    pub fn procs(&self) -> u64 {
+        self.nodes as u64 * self.procs_per_node as u64
+    }
+
+    /// From the header: `MaxProcs` processors on `MaxNodes` nodes; with one
+    /// of them only, one processor per node.
+    pub fn of(trace: &Trace) -> Option<Machine> {
+        let procs = trace.max_procs().filter(|&p| p > 0);
+        let nodes = trace.max_nodes().filter(|&n| n > 0);
+        let (nodes, procs) = match (nodes, procs) {
+            (Some(n), Some(p)) if p % n == 0 => (n, p),
+            // Processors not a multiple of nodes: count processors only.
+            (Some(_), Some(p)) | (None, Some(p)) => (p, p),
+            (Some(n), None) => (n, n),
+            (None, None) => return None,
+        };
+        Some(Machine {
+            nodes: u32::try_from(nodes).ok()?,
+            procs_per_node: u32::try_from(procs / nodes).ok()?,
+        })
+    }
+
+    /// Whole nodes a job of `procs` processors takes in the reference
+    /// model (nodes are allocated exclusively).
+    pub fn nodes_for(&self, procs: u32) -> u32 {
+        procs.div_ceil(self.procs_per_node)
+    }
+}
+
+impl fmt::Display for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} nodes × {} processors",
+            self.nodes, self.procs_per_node
+        )
+    }
+}
+
+/// Jobs left out of the simulation, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Ran 0 seconds (the reference drops them).
+    pub zero_run: usize,
+    /// Asked for no processors (both fields unknown).
+    pub no_procs: usize,
+    /// Asked for more processors than the machine has.
+    pub too_wide: usize,
+}
+
+impl Dropped {
+    pub fn total(&self) -> usize {
+        self.zero_run + self.no_procs + self.too_wide
+    }
+}
+
+/// The jobs to simulate and the machine they run on.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub machine: Machine,
+    pub jobs: Vec<SimJob>,
+    pub dropped: Dropped,
+    /// The longest run time: a normaliser for learned policies.
+    pub max_run: u64,
+}
+
+impl Workload {
+    /// The jobs of `trace` on `machine`.
+    pub fn new(trace: &Trace, machine: Machine) -> Workload {
+        let mut dropped = Dropped::default();
+        let mut jobs: Vec<SimJob> = Vec::with_capacity(trace.jobs.len());
+        for j in &trace.jobs {
+            let run = match j.run {
+                0 => {
+                    dropped.zero_run += 1;
+                    continue;
+                }
+                r if r < 0 => 10,
+                r => r as u64,
+            };
+            let procs = j.procs.max(j.req_procs);
+            if procs <= 0 {
+                dropped.no_procs += 1;
+                continue;
+            }
+            if procs as u64 > machine.procs() {
+                dropped.too_wide += 1;
+                continue;
+            }
+            jobs.push(SimJob {
+                id: j.id,
+                submit: j.submit.max(0) as u64,
+                run,
+                estimate: if j.req_time > 0 {
+                    j.req_time as u64
+                } else {
+                    run
+                },
+                procs: procs as u32,
+                user: j.user,
+                group: j.group,
+                exe: j.exe,
+                mem: j.req_mem,
+            });
+        }
+        jobs.sort_by_key(|j| j.id);
+        let max_run = jobs.iter().map(|j| j.run).max().unwrap_or(0);
+        Workload {
+            machine,
+            jobs,
+            dropped,
+            max_run,
+        }
+    }
+}
