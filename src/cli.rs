@@ -31,6 +31,8 @@ Examples:
   slurp check --cores 64 big.slurp   check it against a 64-core machine
   slurp jobspec tasks.slurp          print each task as a Flux jobspec (JSON lines)
   slurp resources                    show what this instance owns
+  slurp sim trace.swf --policy fcfs,easy,sjf+easy
+                                     replay a workload trace and compare policies
 
 The language is described in docs/language.md.";
 
@@ -48,9 +50,11 @@ struct Cli {
 /// How to run: policy, binding, output, failures.
 #[derive(Args, Debug, Clone)]
 struct RunArgs {
-    /// Queue policy: `easy` (EASY backfilling), `fcfs`, `sjf`, `conservative`;
-    /// a list such as `easy,fcfs` gives one per level of nesting (the last
-    /// for all deeper levels); a nested entry's `policy=` wins
+    /// Queue policy: `easy` (FCFS with EASY backfilling), `conservative`, or
+    /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep` alone or with `+easy`
+    /// or `+conservative`; a list such as `easy,fcfs` gives one per level of
+    /// nesting (the last for all deeper levels); a nested entry's `policy=`
+    /// wins
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = "easy")]
     policy: String,
     /// Do not bind tasks to their cores
@@ -132,6 +136,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Replay a workload trace (SWF) under several policies on a virtual
+    /// clock and compare waits, slowdowns, utilisation and fairness
+    Sim(crate::sim::SimArgs),
     /// Show the resources this instance owns (detected, or as overridden)
     Resources {
         /// Print JSON instead of text
@@ -212,6 +219,7 @@ pub fn run() -> ExitCode {
         Some(Command::Log { task, run }) => crate::console::log(&task, run.as_deref()),
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
+        Some(Command::Sim(args)) => crate::sim::sim(&args),
     };
     match result {
         Ok(code) => code,
@@ -572,7 +580,9 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                     "error: {}:{}: policy `{policy}` is not available in this runtime yet",
                     source.display, template.source.line
                 );
-                eprintln!("hint: the runtime schedules with fcfs, sjf, easy and conservative");
+                eprintln!(
+                    "hint: the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative"
+                );
                 return Ok(ExitCode::from(2));
             }
         }

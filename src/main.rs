@@ -2,6 +2,7 @@
 
 mod cli;
 mod console;
+mod sim;
 
 /// Loading a large workflow makes millions of small, short-lived
 /// allocations; mimalloc does them in about half the time glibc's malloc

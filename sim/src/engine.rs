@@ -2,7 +2,8 @@
 //! a virtual clock instead of processes.
 //!
 //! Each job is a task of `procs` one-core ranks (core-granular: ranks of
-//! several jobs share a node), its time limit the user's estimate — what
+//! several jobs share a node; whole nodes are the reference model's
+//! rule), its time limit the user's estimate — what
 //! backfilling plans with — while it really ends after its trace run time.
 //! Jobs arrive at their submit times; the clock jumps from event to event
 //! (arrivals, ends) and the core decides at each. The replay runs until the
@@ -20,9 +21,13 @@ use crate::{Schedule, Window, Workload};
 /// `policy`.
 pub fn run(workload: &Workload, window: Window, policy: PolicyKind) -> Schedule {
     let jobs = &workload.jobs[window.range()];
+    // Every rank is one core, and any free core can host any rank: which
+    // node a core is on never changes a schedule, so the machine is one
+    // pool of all its processors (one allocation slice per job, not one
+    // per node it touches).
     let capacity = Capacity {
-        nodes: workload.machine.nodes,
-        cores_per_node: workload.machine.procs_per_node,
+        nodes: 1,
+        cores_per_node: u32::try_from(workload.machine.procs()).unwrap_or(u32::MAX),
         gpus_per_node: 0,
         mem_per_node: 0,
     };

@@ -91,7 +91,7 @@ impl Sim<'_> {
             self.procs[j] as f64,
         );
         let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
-        let w = (self.now - self.submit[j]) as f64;
+        let w = self.now.saturating_sub(self.submit[j]) as f64;
         match order {
             Order::Fcfs => (self.submit[j], 0),
             Order::Sjf => (self.estimate[j], self.submit[j]),
@@ -173,11 +173,22 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
     if jobs.is_empty() {
         return Schedule::new(window, Vec::new(), Vec::new());
     }
+    let fixed: Vec<Key> = if order.is_dynamic() {
+        Vec::new()
+    } else {
+        (0..jobs.len() as u32).map(|j| sim.key(order, j)).collect()
+    };
     sim.queue.push(0);
     sim.next = 1;
     while !sim.queue.is_empty() {
         let mut queue = std::mem::take(&mut sim.queue);
-        queue.sort_by_cached_key(|&j| sim.key(order, j));
+        if order.is_dynamic() {
+            queue.sort_by_cached_key(|&j| sim.key(order, j));
+        } else {
+            // Fixed keys: the queue is sorted but for the jobs that came
+            // since, which a stable, run-aware sort merges in one pass.
+            queue.sort_by_key(|&j| fixed[j as usize]);
+        }
         sim.queue = queue;
         let chosen = sim.queue[0];
         if !sim.fits(chosen) {

@@ -69,10 +69,14 @@ impl Machine {
 
 impl fmt::Display for Machine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = |n: u32| if n == 1 { "" } else { "s" };
         write!(
             f,
-            "{} nodes × {} processors",
-            self.nodes, self.procs_per_node
+            "{} node{} × {} processor{}",
+            self.nodes,
+            s(self.nodes),
+            self.procs_per_node,
+            s(self.procs_per_node)
         )
     }
 }

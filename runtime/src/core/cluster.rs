@@ -6,6 +6,8 @@
 //! first-fit over the nodes in order, lowest free ids first (packing keeps
 //! large holes for large tasks).
 
+use smallvec::{SmallVec, smallvec};
+
 use crate::ir::Request;
 use crate::resources::Capacity;
 
@@ -66,41 +68,30 @@ impl Amounts {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Node {
-    free_cores: IdSet,
-    free_gpus: IdSet,
-    free_mem: u64,
+/// What is free on one node.
+#[derive(Debug, Clone, Copy, Default)]
+struct Free {
+    cores: u32,
+    gpus: u32,
+    mem: u64,
 }
 
-/// The free resources of an instance.
+/// What is free on each node, as amounts without ids: enough to plan where
+/// a request goes, and cheap to copy — backfilling projects the instance
+/// into the future on a copy at every decision.
 #[derive(Debug, Clone)]
-pub struct Cluster {
-    capacity: Capacity,
-    nodes: Vec<Node>,
+pub struct Counts {
+    nodes: Vec<Free>,
     free: Amounts,
 }
 
-impl Cluster {
-    pub fn new(capacity: Capacity) -> Self {
-        let node = Node {
-            free_cores: IdSet::full(capacity.cores_per_node),
-            free_gpus: IdSet::full(capacity.gpus_per_node),
-            free_mem: capacity.mem_per_node,
-        };
-        Cluster {
-            capacity,
-            nodes: vec![node; capacity.nodes as usize],
-            free: Amounts {
-                cores: capacity.total_cores(),
-                gpus: capacity.total_gpus(),
-                mem: capacity.total_mem(),
-            },
+impl Counts {
+    /// Nothing in it: nothing fits.
+    pub(crate) fn empty() -> Self {
+        Counts {
+            nodes: Vec::new(),
+            free: Amounts::default(),
         }
-    }
-
-    pub fn capacity(&self) -> Capacity {
-        self.capacity
     }
 
     /// Free amounts summed over nodes.
@@ -108,15 +99,15 @@ impl Cluster {
         self.free
     }
 
-    fn ranks_fit(node: &Node, request: &Request) -> u64 {
+    fn ranks_fit(node: &Free, request: &Request) -> u64 {
         let mut fit = u64::MAX;
         if request.cores > 0 {
-            fit = fit.min(node.free_cores.len() as u64 / request.cores as u64);
+            fit = fit.min(node.cores as u64 / request.cores as u64);
         }
         if request.gpus > 0 {
-            fit = fit.min(node.free_gpus.len() as u64 / request.gpus as u64);
+            fit = fit.min(node.gpus as u64 / request.gpus as u64);
         }
-        if let Some(by_mem) = node.free_mem.checked_div(request.mem) {
+        if let Some(by_mem) = node.mem.checked_div(request.mem) {
             fit = fit.min(by_mem);
         }
         fit
@@ -159,20 +150,15 @@ impl Cluster {
     }
 
     pub fn fits(&self, request: &Request) -> bool {
+        // One core per rank and nothing else: any free core hosts a rank,
+        // so the sum decides (the common case of a simulated trace job).
+        if request.cores == 1 && request.gpus == 0 && request.mem == 0 && request.nodes == 0 {
+            return self.free.cores >= request.ntasks as u64;
+        }
         self.plan(request).is_some()
     }
 
-    /// An instance with nothing in it: nothing fits.
-    pub(crate) fn empty() -> Self {
-        Cluster::new(Capacity {
-            nodes: 0,
-            cores_per_node: 0,
-            gpus_per_node: 0,
-            mem_per_node: 0,
-        })
-    }
-
-    /// Whether `plan` (ranks per node, as another cluster placed them)
+    /// Whether `plan` (ranks per node, as another instance placed them)
     /// also fits here, node by node.
     pub(crate) fn fits_plan(&self, plan: &[(u32, u32)], request: &Request) -> bool {
         plan.iter().all(|&(node, ranks)| {
@@ -182,79 +168,142 @@ impl Cluster {
         })
     }
 
-    /// Takes what `plan` needs (the caller checked `fits_plan`). Ids are
-    /// arbitrary: a projection counts per node, where cores are alike.
+    /// Takes what `plan` needs (the caller checked that it fits).
     pub(crate) fn take_plan(&mut self, plan: &[(u32, u32)], request: &Request) {
+        let mut ranks_total = 0u64;
         for &(node, ranks) in plan {
             let n = &mut self.nodes[node as usize];
-            n.free_cores.take(ranks * request.cores);
-            n.free_gpus.take(ranks * request.gpus);
-            n.free_mem -= ranks as u64 * request.mem;
+            n.cores -= ranks * request.cores;
+            n.gpus -= ranks * request.gpus;
+            n.mem -= ranks as u64 * request.mem;
+            ranks_total += ranks as u64;
         }
         self.free.sub(&Amounts {
-            cores: plan.iter().map(|p| p.1 as u64).sum::<u64>() * request.cores as u64,
-            gpus: plan.iter().map(|p| p.1 as u64).sum::<u64>() * request.gpus as u64,
-            mem: plan.iter().map(|p| p.1 as u64).sum::<u64>() * request.mem,
+            cores: ranks_total * request.cores as u64,
+            gpus: ranks_total * request.gpus as u64,
+            mem: ranks_total * request.mem,
         });
+    }
+
+    /// Gives back what `alloc` holds.
+    pub(crate) fn release(&mut self, alloc: &Alloc) {
+        for slice in &alloc.slices {
+            let n = &mut self.nodes[slice.node as usize];
+            let back = Amounts {
+                cores: slice.cores.len() as u64,
+                gpus: slice.gpus.len() as u64,
+                mem: slice.mem,
+            };
+            n.cores += back.cores as u32;
+            n.gpus += back.gpus as u32;
+            n.mem += back.mem;
+            self.free.add(&back);
+        }
+    }
+}
+
+/// The free resources of an instance, by concrete id.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    capacity: Capacity,
+    counts: Counts,
+    /// Free core and GPU ids of each node.
+    ids: Vec<(IdSet, IdSet)>,
+}
+
+impl Cluster {
+    pub fn new(capacity: Capacity) -> Self {
+        let node = Free {
+            cores: capacity.cores_per_node,
+            gpus: capacity.gpus_per_node,
+            mem: capacity.mem_per_node,
+        };
+        Cluster {
+            capacity,
+            counts: Counts {
+                nodes: vec![node; capacity.nodes as usize],
+                free: Amounts {
+                    cores: capacity.total_cores(),
+                    gpus: capacity.total_gpus(),
+                    mem: capacity.total_mem(),
+                },
+            },
+            ids: vec![
+                (
+                    IdSet::full(capacity.cores_per_node),
+                    IdSet::full(capacity.gpus_per_node)
+                );
+                capacity.nodes as usize
+            ],
+        }
+    }
+
+    pub fn capacity(&self) -> Capacity {
+        self.capacity
+    }
+
+    /// Free amounts summed over nodes.
+    pub fn free(&self) -> Amounts {
+        self.counts.free
+    }
+
+    /// What is free per node, without ids.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    pub(crate) fn plan(&self, request: &Request) -> Option<Vec<(u32, u32)>> {
+        self.counts.plan(request)
+    }
+
+    pub fn fits(&self, request: &Request) -> bool {
+        self.counts.fits(request)
     }
 
     /// Takes concrete resources for `request`, or `None` if it does not fit.
     pub fn allocate(&mut self, request: &Request) -> Option<Alloc> {
         let plan = self.plan(request)?;
         let mut alloc = Alloc::default();
-        for (node, ranks) in plan {
-            let n = &mut self.nodes[node as usize];
-            let cores = n.free_cores.take(ranks * request.cores);
-            let gpus = n.free_gpus.take(ranks * request.gpus);
-            let mem = ranks as u64 * request.mem;
-            n.free_mem -= mem;
+        for &(node, ranks) in &plan {
+            let (cores, gpus) = &mut self.ids[node as usize];
             alloc.slices.push(NodeSlice {
                 node,
                 ranks,
-                cores,
-                gpus,
-                mem,
+                cores: cores.take(ranks * request.cores),
+                gpus: gpus.take(ranks * request.gpus),
+                mem: ranks as u64 * request.mem,
             });
         }
-        self.free.sub(&Amounts::of(request));
+        self.counts.take_plan(&plan, request);
         Some(alloc)
     }
 
     pub fn release(&mut self, alloc: &Alloc) {
         for slice in &alloc.slices {
-            let n = &mut self.nodes[slice.node as usize];
-            slice.cores.iter().for_each(|&c| n.free_cores.insert(c));
-            slice.gpus.iter().for_each(|&g| n.free_gpus.insert(g));
-            n.free_mem += slice.mem;
-            self.free.add(&Amounts {
-                cores: slice.cores.len() as u64,
-                gpus: slice.gpus.len() as u64,
-                mem: slice.mem,
-            });
+            let (cores, gpus) = &mut self.ids[slice.node as usize];
+            slice.cores.iter().for_each(|&c| cores.insert(c));
+            slice.gpus.iter().for_each(|&g| gpus.insert(g));
         }
+        self.counts.release(alloc);
     }
 }
 
-/// A set of small ids as a bitmap.
+/// A set of small ids as a bitmap; up to 256 ids live inline, so cloning a
+/// cluster (backfilling projects one per decision) allocates nothing.
 #[derive(Debug, Clone)]
 struct IdSet {
-    words: Vec<u64>,
-    len: u32,
+    words: SmallVec<[u64; 4]>,
 }
 
 impl IdSet {
     fn full(n: u32) -> Self {
-        let mut words = vec![u64::MAX; n.div_ceil(64) as usize];
+        let mut words: SmallVec<[u64; 4]> = smallvec![u64::MAX; n.div_ceil(64) as usize];
         if !n.is_multiple_of(64)
             && let Some(last) = words.last_mut()
         {
             *last = (1u64 << (n % 64)) - 1;
         }
-        IdSet { words, len: n }
-    }
-
-    fn len(&self) -> u32 {
-        self.len
+        IdSet { words }
     }
 
     fn insert(&mut self, id: u32) {
@@ -262,7 +311,6 @@ impl IdSet {
         let bit = 1u64 << (id % 64);
         debug_assert!(*word & bit == 0, "id {id} freed twice");
         *word |= bit;
-        self.len += 1;
     }
 
     /// Removes and returns the `n` lowest ids (the caller checked `len`).
@@ -279,7 +327,6 @@ impl IdSet {
                 break;
             }
         }
-        self.len -= out.len() as u32;
         out
     }
 }

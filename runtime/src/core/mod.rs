@@ -25,7 +25,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use cluster::{Alloc, Amounts, Cluster, NodeSlice};
+pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy};
 
 use crate::ir::{Request, TaskId, Workflow};
@@ -189,6 +189,9 @@ pub struct Core {
     /// The same tasks by time limit in seconds (`u64::MAX`: unbounded), so
     /// backfilling finds the tasks that end before a reservation directly.
     by_limit: BTreeSet<(u64, u32)>,
+    /// The same tasks by cores needed: when fewer cores are free than the
+    /// smallest needs, no policy can start anything.
+    by_cores: BTreeSet<(u64, u32)>,
     /// Running tasks by estimated end.
     running: BTreeSet<(Time, u32)>,
     /// When time-dependent keys were last computed.
@@ -247,6 +250,7 @@ impl Core {
             dependents,
             queue: BTreeSet::new(),
             by_limit: BTreeSet::new(),
+            by_cores: BTreeSet::new(),
             running: BTreeSet::new(),
             keyed_at: now,
             outbox: Vec::new(),
@@ -367,6 +371,7 @@ impl Core {
         self.queue.insert((slot.key, task));
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.by_limit.insert((limit, task));
+        self.by_cores.insert((slot.job.request.total_cores(), task));
     }
 
     /// Takes a queued task out of both indexes.
@@ -377,6 +382,8 @@ impl Core {
         }
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.by_limit.remove(&(limit, task));
+        self.by_cores
+            .remove(&(slot.job.request.total_cores(), task));
         true
     }
 
@@ -402,10 +409,16 @@ impl Core {
 
     /// Starts what the policy says can start now.
     pub fn schedule(&mut self, now: Time) {
-        if self.halted || self.queue.is_empty() {
+        // Every task holds at least one core: with fewer free than the
+        // smallest task needs, nothing starts (and nothing need be ranked).
+        let smallest = self.by_cores.first().map_or(u64::MAX, |&(c, _)| c);
+        if self.halted || self.cluster.free().cores < smallest.max(1) {
             return;
         }
-        if self.policy.order.is_dynamic() && now != self.keyed_at {
+        if self.policy.order.is_dynamic()
+            && self.policy.backfill != Backfill::None
+            && now != self.keyed_at
+        {
             self.rekey(now);
         }
         policy::select(self, now);
@@ -415,13 +428,17 @@ impl Core {
     /// tasks wait.
     fn rekey(&mut self, now: Time) {
         self.keyed_at = now;
-        let queued: Vec<u32> = self.queue.iter().map(|&(_, t)| t).collect();
-        self.queue.clear();
-        for t in queued {
-            let slot = &mut self.slots[t as usize];
-            slot.key = self.policy.key(&slot.job, slot.ready, now);
-            self.queue.insert((slot.key, t));
-        }
+        let mut keyed: Vec<(u64, u32)> = std::mem::take(&mut self.queue)
+            .into_iter()
+            .map(|(_, t)| {
+                let slot = &mut self.slots[t as usize];
+                slot.key = self.policy.key(&slot.job, slot.ready, now);
+                (slot.key, t)
+            })
+            .collect();
+        // Sorted input builds the tree in one pass.
+        keyed.sort_unstable();
+        self.queue = keyed.into_iter().collect();
     }
 
     fn start(&mut self, now: Time, task: u32) {
@@ -546,6 +563,7 @@ impl Core {
             .collect();
         self.queue.clear();
         self.by_limit.clear();
+        self.by_cores.clear();
         for t in waiting {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
         }

@@ -44,7 +44,7 @@
 use std::fmt;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
-use super::{Amounts, Cluster, Core, Job, Time};
+use super::{Amounts, Core, Counts, Job, Time};
 
 /// How far behind the head backfilling looks.
 pub const BACKFILL_DEPTH: usize = 1000;
@@ -205,6 +205,10 @@ impl PolicyKind {
 
 /// Starts the tasks the policy picks, on the core.
 pub(super) fn select(core: &mut Core, now: Time) {
+    if core.policy.order.is_dynamic() && core.policy.backfill == Backfill::None {
+        strict_by_current_key(core, now);
+        return;
+    }
     // Heads that fit start in order under every policy.
     while let Some(&(_, head)) = core.queue.first() {
         if !core.cluster.fits(&core.slots[head as usize].job.request) {
@@ -219,6 +223,28 @@ pub(super) fn select(core: &mut Core, now: Time) {
     }
 }
 
+/// A strict order whose keys change with time: the best task now is found
+/// by one scan (cheaper than re-ranking the whole queue when, as usually,
+/// it does not fit and nothing starts).
+fn strict_by_current_key(core: &mut Core, now: Time) {
+    loop {
+        let best = core
+            .queue
+            .iter()
+            .map(|&(_, t)| {
+                let slot = &core.slots[t as usize];
+                (core.policy.key(&slot.job, slot.ready, now), t)
+            })
+            .min();
+        match best {
+            Some((_, t)) if core.cluster.fits(&core.slots[t as usize].job.request) => {
+                core.start(now, t)
+            }
+            _ => break,
+        }
+    }
+}
+
 impl Core {
     /// The head of the queue and the time EASY reserves for it: when the
     /// time limits of running tasks free enough for it, node by node. Also
@@ -226,26 +252,29 @@ impl Core {
     /// in it is what tasks running past the reservation may use. `None`
     /// when the queue is empty; `Time::NEVER` (and an empty projection)
     /// when an unbounded task stands in the way.
-    pub fn reservation(&self, now: Time) -> Option<(u32, Time, Cluster)> {
+    pub fn reservation(&self, now: Time) -> Option<(u32, Time, Counts)> {
         let &(_, head) = self.queue.first()?;
         let request = self.slots[head as usize].job.request;
-        let mut projected = self.cluster.clone();
+        let mut projected = self.cluster.counts().clone();
         let mut at = now;
         for &(end, t) in &self.running {
             if projected.fits(&request) {
                 break;
             }
             if end == Time::NEVER {
-                return Some((head, Time::NEVER, Cluster::empty()));
+                return Some((head, Time::NEVER, Counts::empty()));
             }
             if let Some((_, alloc)) = &self.slots[t as usize].running {
                 projected.release(alloc);
             }
             at = end.max(now);
         }
-        match projected.allocate(&request) {
-            Some(_) => Some((head, at, projected)),
-            None => Some((head, Time::NEVER, Cluster::empty())),
+        match projected.plan(&request) {
+            Some(plan) => {
+                projected.take_plan(&plan, &request);
+                Some((head, at, projected))
+            }
+            None => Some((head, Time::NEVER, Counts::empty())),
         }
     }
 }
@@ -346,25 +375,25 @@ impl Profile {
         Profile(steps)
     }
 
-    /// The earliest step time from which `need` is free for `length`.
+    /// The earliest step time from which `need` is free for `length`: one
+    /// pass, keeping the start of the current run of steps that cover it.
     fn earliest(&self, need: &Amounts, length: u64) -> Option<Time> {
-        'start: for (i, &(from, _)) in self.0.iter().enumerate() {
-            let until = if length == u64::MAX {
-                Time::NEVER
-            } else {
-                Time(from.0.saturating_add(length))
-            };
-            for &(at, free) in &self.0[i..] {
-                if at >= until && at != from {
-                    break;
-                }
-                if !free.covers(need) {
-                    continue 'start;
-                }
+        let mut candidate: Option<Time> = None;
+        for &(at, free) in &self.0 {
+            if let Some(from) = candidate
+                && length != u64::MAX
+                && at.0 >= from.0.saturating_add(length)
+            {
+                return Some(from);
             }
-            return Some(from);
+            if free.covers(need) {
+                candidate.get_or_insert(at);
+            } else {
+                candidate = None;
+            }
         }
-        None
+        // The last step lasts forever.
+        candidate
     }
 
     fn split(&mut self, at: Time) -> usize {

@@ -1,0 +1,91 @@
+//! Replay speed: every heuristic over the whole of `lublin_256.swf`
+//! (10,000 jobs; median of 5) and of `RICC-2010-2.swf.xz` (447,794 jobs;
+//! one run each), in both models. Reads the traces from
+//! `$SLURP_TRACES` (default `../shared/traces`); a missing trace is
+//! skipped with a note.
+//!
+//!     cargo bench -p slurp-sim --bench replay [-- ricc|lublin]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use slurp_runtime::core::PolicyKind;
+use slurp_sim::{Machine, Model, Window, Workload, simulate};
+
+const POLICIES: &str =
+    "fcfs,sjf,f1,wfp3,unicep,easy,sjf+easy,f1+easy,wfp3+easy,unicep+easy,conservative";
+
+fn load(dir: &Path, name: &str) -> Option<(Workload, Duration)> {
+    let path = dir.join(name);
+    let started = Instant::now();
+    let trace = match slurp_trace::read(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            println!("{}: skipped ({e})", path.display());
+            return None;
+        }
+    };
+    let machine = Machine::of(&trace)?;
+    Some((Workload::new(&trace, machine), started.elapsed()))
+}
+
+fn main() {
+    let dir =
+        PathBuf::from(std::env::var("SLURP_TRACES").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces").into()
+        }));
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| {
+        only.is_empty()
+            || only
+                .iter()
+                .any(|o| name.to_lowercase().contains(&o.to_lowercase()))
+    };
+    for (name, repeats) in [("lublin_256.swf", 5), ("RICC-2010-2.swf.xz", 1)] {
+        if !wanted(name) {
+            continue;
+        }
+        let Some((workload, loading)) = load(&dir, name) else {
+            continue;
+        };
+        let all = Window {
+            start: 0,
+            len: workload.jobs.len(),
+        };
+        println!(
+            "{name}: {} jobs, read and loaded in {:.0} ms",
+            workload.jobs.len(),
+            loading.as_secs_f64() * 1e3
+        );
+        println!("{:<14} {:>12} {:>12}", "policy", "slurp ms", "reference ms");
+        for policy in POLICIES.split(',') {
+            let policy: PolicyKind = policy.parse().expect("a known policy");
+            let mut cells = Vec::new();
+            for model in [Model::Slurp, Model::Reference] {
+                if model.check(policy).is_err() {
+                    cells.push("-".to_string());
+                    continue;
+                }
+                let mut times: Vec<f64> = (0..repeats)
+                    .map(|_| {
+                        let started = Instant::now();
+                        let schedule = simulate(&workload, all, policy, model);
+                        std::hint::black_box(&schedule);
+                        started.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                cells.push(format!("{:.1}", times[times.len() / 2]));
+            }
+            println!(
+                "{:<14} {:>12} {:>12}",
+                policy.to_string(),
+                cells[0],
+                cells[1]
+            );
+        }
+    }
+}
