@@ -68,6 +68,10 @@ impl Amounts {
     }
 }
 
+/// Ranks to place on each node: `(node, ranks)`; inline for a few nodes,
+/// since backfilling plans many candidates per decision.
+pub(crate) type Plan = SmallVec<[(u32, u32); 4]>;
+
 /// What is free on one node.
 #[derive(Debug, Clone, Copy, Default)]
 struct Free {
@@ -115,11 +119,11 @@ impl Counts {
 
     /// The ranks to place on each node, or `None` if the request does not
     /// fit now.
-    pub(crate) fn plan(&self, request: &Request) -> Option<Vec<(u32, u32)>> {
+    pub(crate) fn plan(&self, request: &Request) -> Option<Plan> {
         if !self.free.covers(&Amounts::of(request)) {
             return None;
         }
-        let mut plan = Vec::new();
+        let mut plan = Plan::new();
         let mut left = request.ntasks as u64;
         if request.nodes == 0 {
             for (i, node) in self.nodes.iter().enumerate() {
@@ -252,7 +256,7 @@ impl Cluster {
         &self.counts
     }
 
-    pub(crate) fn plan(&self, request: &Request) -> Option<Vec<(u32, u32)>> {
+    pub(crate) fn plan(&self, request: &Request) -> Option<Plan> {
         self.counts.plan(request)
     }
 

@@ -17,6 +17,7 @@
 //! oversubscribed; nothing starts before its dependencies succeeded; every
 //! task whose dependencies succeed eventually starts.
 
+mod classes;
 mod cluster;
 mod policy;
 
@@ -25,6 +26,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use classes::Classes;
 pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy};
 
@@ -175,23 +177,27 @@ struct Slot {
     key: u64,
 }
 
+fn core_count(request: &Request) -> u32 {
+    u32::try_from(request.total_cores()).unwrap_or(u32::MAX)
+}
+
 /// The scheduler core of one instance.
 #[derive(Debug)]
 pub struct Core {
     cluster: Cluster,
     policy: PolicyKind,
     slots: Vec<Slot>,
+    /// Cores each task needs, dense: backfilling filters hundreds of
+    /// queued tasks per decision by it without touching their slots.
+    cores: Vec<u32>,
     /// Dependents of each task (CSR: `dependents[offsets[t]..offsets[t+1]]`).
     offsets: Vec<u32>,
     dependents: Vec<u32>,
     /// Runnable tasks in policy order.
     queue: BTreeSet<(u64, u32)>,
-    /// The same tasks by time limit in seconds (`u64::MAX`: unbounded), so
-    /// backfilling finds the tasks that end before a reservation directly.
-    by_limit: BTreeSet<(u64, u32)>,
-    /// The same tasks by cores needed: when fewer cores are free than the
-    /// smallest needs, no policy can start anything.
-    by_cores: BTreeSet<(u64, u32)>,
+    /// The same tasks by size class, each class by time limit and by queue
+    /// order: backfilling walks only tasks small enough to fit.
+    classes: Classes,
     /// Running tasks by estimated end.
     running: BTreeSet<(Time, u32)>,
     /// When time-dependent keys were last computed.
@@ -229,8 +235,10 @@ impl Core {
             offsets[i + 1] += offsets[i];
         }
         let dependents = edges.into_iter().map(|(_, t)| t).collect();
+        let cores = jobs.iter().map(|j| core_count(&j.request)).collect();
         let mut core = Core {
             cluster: Cluster::new(capacity),
+            cores,
             policy,
             slots: jobs
                 .into_iter()
@@ -249,8 +257,7 @@ impl Core {
             offsets,
             dependents,
             queue: BTreeSet::new(),
-            by_limit: BTreeSet::new(),
-            by_cores: BTreeSet::new(),
+            classes: Classes::new(),
             running: BTreeSet::new(),
             keyed_at: now,
             outbox: Vec::new(),
@@ -370,8 +377,8 @@ impl Core {
         slot.key = self.policy.key(&slot.job, slot.ready, now);
         self.queue.insert((slot.key, task));
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
-        self.by_limit.insert((limit, task));
-        self.by_cores.insert((slot.job.request.total_cores(), task));
+        self.classes
+            .insert(self.cores[task as usize], limit, slot.key, task);
     }
 
     /// Takes a queued task out of both indexes.
@@ -381,9 +388,8 @@ impl Core {
             return false;
         }
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
-        self.by_limit.remove(&(limit, task));
-        self.by_cores
-            .remove(&(slot.job.request.total_cores(), task));
+        self.classes
+            .remove(self.cores[task as usize], limit, slot.key, task);
         true
     }
 
@@ -391,6 +397,7 @@ impl Core {
     /// trace's jobs arrive so). It is runnable at once.
     pub fn submit(&mut self, now: Time, job: Job) -> TaskId {
         let t = self.slots.len() as u32;
+        self.cores.push(core_count(&job.request));
         self.slots.push(Slot {
             job,
             state: State::Pending,
@@ -411,8 +418,8 @@ impl Core {
     pub fn schedule(&mut self, now: Time) {
         // Every task holds at least one core: with fewer free than the
         // smallest task needs, nothing starts (and nothing need be ranked).
-        let smallest = self.by_cores.first().map_or(u64::MAX, |&(c, _)| c);
-        if self.halted || self.cluster.free().cores < smallest.max(1) {
+        let smallest = self.classes.least_cores().unwrap_or(u64::MAX);
+        if self.halted || self.cluster.free().cores < smallest {
             return;
         }
         if self.policy.order.is_dynamic()
@@ -430,9 +437,11 @@ impl Core {
         self.keyed_at = now;
         let mut keyed: Vec<(u64, u32)> = std::mem::take(&mut self.queue)
             .into_iter()
-            .map(|(_, t)| {
+            .map(|(old, t)| {
                 let slot = &mut self.slots[t as usize];
                 slot.key = self.policy.key(&slot.job, slot.ready, now);
+                self.classes
+                    .rekey(self.cores[t as usize], old, slot.key, t);
                 (slot.key, t)
             })
             .collect();
@@ -562,8 +571,7 @@ impl Core {
             })
             .collect();
         self.queue.clear();
-        self.by_limit.clear();
-        self.by_cores.clear();
+        self.classes.clear();
         for t in waiting {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
         }

@@ -42,12 +42,13 @@
 //! (Slurm's `bf_max_job_test`), so a decision stays cheap with a deep queue.
 
 use std::fmt;
-use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use super::{Amounts, Core, Counts, Job, Time};
 
-/// How far behind the head backfilling looks.
+/// How many tasks small enough to fit one backfilling pass tries.
 pub const BACKFILL_DEPTH: usize = 1000;
+/// Candidates are looked up this many at a time.
+const BATCH: usize = 32;
 /// Conservative reservations are quadratic in depth; it looks less far.
 pub const CONSERVATIVE_DEPTH: usize = 200;
 
@@ -292,21 +293,34 @@ fn easy(core: &mut Core, now: Time) {
     // when none qualifies.
     if shadow != Time::NEVER {
         let slack = (shadow.0 - now.0) / 1000;
-        let mut from = Included((0, 0));
-        for _ in 0..BACKFILL_DEPTH {
-            if core.cluster.free().cores == 0 {
-                break;
-            }
-            let Some(&(limit, t)) = core
-                .by_limit
-                .range((from, Included((slack, u32::MAX))))
-                .next()
-            else {
+        // In short batches: once the instance is full the pass stops, and
+        // the tasks after that need not even be looked up.
+        let mut after = None;
+        let mut left = BACKFILL_DEPTH;
+        let mut budget = 2 * BACKFILL_DEPTH;
+        while left > 0 && core.cluster.free().cores > 0 {
+            let free = core.cluster.free().cores;
+            let batch = core.classes.shortest(
+                &core.cores,
+                free,
+                slack,
+                after,
+                BATCH.min(left),
+                head,
+                &mut budget,
+            );
+            let Some(&last) = batch.last() else {
                 break;
             };
-            from = Excluded((limit, t));
-            if t != head && core.cluster.fits(&core.slots[t as usize].job.request) {
-                core.start(now, t);
+            after = Some((core.slots[last as usize].job.time_limit.unwrap_or(u64::MAX), last));
+            left -= batch.len();
+            for t in batch {
+                if core.cluster.free().cores == 0 {
+                    break;
+                }
+                if core.cluster.fits(&core.slots[t as usize].job.request) {
+                    core.start(now, t);
+                }
             }
         }
     }
@@ -315,16 +329,41 @@ fn easy(core: &mut Core, now: Time) {
     if shadow != Time::NEVER && projected.free().cores == 0 {
         return;
     }
-    let mut cursor = (core.slots[head as usize].key, head);
-    for _ in 0..BACKFILL_DEPTH {
+    // A task running past the reservation must fit now and in what the
+    // head leaves spare then; with no reservation time, now only.
+    let room = |core: &Core, projected: &Counts| match shadow {
+        Time::NEVER => core.cluster.free().cores,
+        _ => core.cluster.free().cores.min(projected.free().cores),
+    };
+    let mut after = (core.slots[head as usize].key, head);
+    let mut left = BACKFILL_DEPTH;
+    let mut budget = 2 * BACKFILL_DEPTH;
+    let mut batch = Vec::new();
+    loop {
+        let Some(t) = batch.pop() else {
+            let room = room(core, &projected);
+            if left == 0 || room == 0 {
+                break;
+            }
+            batch = core.classes.in_order(
+                &core.cores,
+                room,
+                after,
+                BATCH.min(left),
+                head,
+                &mut budget,
+            );
+            let Some(&last) = batch.last() else {
+                break;
+            };
+            after = (core.slots[last as usize].key, last);
+            left -= batch.len();
+            batch.reverse();
+            continue;
+        };
         if core.cluster.free().cores == 0 {
             break;
         }
-        let Some(&next) = core.queue.range((Excluded(cursor), Unbounded)).next() else {
-            break;
-        };
-        cursor = next;
-        let t = next.1;
         let job = &core.slots[t as usize].job;
         if shadow == Time::NEVER && job.time_limit.is_some() {
             // The head waits on an unbounded task: bounded tasks cannot
