@@ -24,6 +24,21 @@ fn least(c: usize) -> u64 {
     if c == 0 { 1 } else { (1u64 << (c - 1)) + 1 }
 }
 
+/// Which tasks a pass wants: those but `skip` needing at most `free`
+/// cores (`cores` is every task's need, by task).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fit<'a> {
+    pub cores: &'a [u32],
+    pub free: u64,
+    pub skip: u32,
+}
+
+impl Fit<'_> {
+    fn keeps(&self, t: u32) -> bool {
+        t != self.skip && self.cores[t as usize] as u64 <= self.free
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct Classes {
     /// Per class: `(time limit in s, task)`, `u64::MAX` for unbounded.
@@ -52,13 +67,6 @@ impl Classes {
         self.by_order[c].remove(&(key, task));
     }
 
-    /// A task's queue key changed (time-dependent orders).
-    pub(super) fn rekey(&mut self, cores: u32, old: u64, new: u64, task: u32) {
-        let set = &mut self.by_order[class(cores)];
-        set.remove(&(old, task));
-        set.insert((new, task));
-    }
-
     pub(super) fn clear(&mut self) {
         self.by_limit.iter_mut().for_each(BTreeSet::clear);
         self.by_order.iter_mut().for_each(BTreeSet::clear);
@@ -77,48 +85,54 @@ impl Classes {
     /// first, from after `after` (a `(limit, task)` already seen).
     pub(super) fn shortest(
         &self,
-        cores: &[u32],
-        free: u64,
+        fit: Fit<'_>,
         max_limit: u64,
         after: Option<(u64, u32)>,
         depth: usize,
-        skip: u32,
         budget: &mut usize,
     ) -> Vec<u32> {
         use std::ops::Bound::{Excluded, Included, Unbounded};
         let from = after.map_or(Unbounded, Excluded);
         let ranges = self
-            .eligible(&self.by_limit, free)
+            .eligible(&self.by_limit, fit.free)
             .map(|set| set.range((from, Included((max_limit, u32::MAX)))));
-        merge(
-            ranges,
-            |t| t != skip && cores[t as usize] as u64 <= free,
-            depth,
-            budget,
-        )
+        merge(ranges, |t| fit.keeps(t), depth, budget)
     }
 
-    /// Up to `depth` tasks queued after `after`, but `skip`, needing at
-    /// most `free` cores, in queue order.
+    /// Up to `depth` tasks queued after `after` (from the first without),
+    /// but `skip`, needing at most `free` cores, in queue order.
     pub(super) fn in_order(
         &self,
-        cores: &[u32],
-        free: u64,
-        after: (u64, u32),
+        fit: Fit<'_>,
+        after: Option<(u64, u32)>,
         depth: usize,
-        skip: u32,
         budget: &mut usize,
     ) -> Vec<u32> {
         use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, Excluded);
         let ranges = self
-            .eligible(&self.by_order, free)
-            .map(|set| set.range((Excluded(after), Unbounded)));
-        merge(
-            ranges,
-            |t| t != skip && cores[t as usize] as u64 <= free,
-            depth,
-            budget,
-        )
+            .eligible(&self.by_order, fit.free)
+            .map(|set| set.range((from, Unbounded)));
+        merge(ranges, |t| fit.keeps(t), depth, budget)
+    }
+
+    /// Up to `depth` tasks, but `skip`, needing at most `free` cores, in no
+    /// particular order (narrowest classes first): for callers that rank
+    /// the candidates themselves.
+    pub(super) fn small_enough(&self, fit: Fit<'_>, depth: usize, budget: &mut usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        for set in self.eligible(&self.by_order, fit.free) {
+            for &(_, t) in set {
+                if out.len() == depth || *budget == 0 {
+                    return out;
+                }
+                *budget -= 1;
+                if fit.keeps(t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
     }
 
     /// The classes whose smallest tasks fit in `free` cores.
@@ -190,25 +204,134 @@ mod tests {
         }
         assert_eq!(c.least_cores(), Some(1));
         // 3 free cores: tasks 0, 2, 3, 4 fit; shortest first.
-        assert_eq!(c.shortest(&cores, 3, u64::MAX, None, 10, u32::MAX, &mut 100), [4, 3, 2, 0]);
-        assert_eq!(c.shortest(&cores, 3, u64::MAX, Some((20, 4)), 10, u32::MAX, &mut 100), [3, 2, 0]);
-        assert_eq!(c.shortest(&cores, 3, 30, None, 10, 4, &mut 100), [3]);
+        assert_eq!(
+            c.shortest(
+                Fit {
+                    cores: &cores,
+                    free: 3,
+                    skip: u32::MAX
+                },
+                u64::MAX,
+                None,
+                10,
+                &mut 100
+            ),
+            [4, 3, 2, 0]
+        );
+        assert_eq!(
+            c.shortest(
+                Fit {
+                    cores: &cores,
+                    free: 3,
+                    skip: u32::MAX
+                },
+                u64::MAX,
+                Some((20, 4)),
+                10,
+                &mut 100
+            ),
+            [3, 2, 0]
+        );
+        assert_eq!(
+            c.shortest(
+                Fit {
+                    cores: &cores,
+                    free: 3,
+                    skip: 4
+                },
+                30,
+                None,
+                10,
+                &mut 100
+            ),
+            [3]
+        );
         // 2 free: the class of 3–4 cores is not looked at; queue order
         // after task 0.
-        assert_eq!(c.in_order(&cores, 2, (0, 0), 10, u32::MAX, &mut 100), [2, 4]);
-        assert_eq!(c.in_order(&cores, 100, (0, 0), 2, u32::MAX, &mut 100), [1, 2]);
+        assert_eq!(
+            c.in_order(
+                Fit {
+                    cores: &cores,
+                    free: 2,
+                    skip: u32::MAX
+                },
+                Some((0, 0)),
+                10,
+                &mut 100
+            ),
+            [2, 4]
+        );
+        assert_eq!(
+            c.in_order(
+                Fit {
+                    cores: &cores,
+                    free: 100,
+                    skip: u32::MAX
+                },
+                Some((0, 0)),
+                2,
+                &mut 100
+            ),
+            [1, 2]
+        );
         // The budget bounds what is looked at, kept or not.
         let mut budget = 1;
-        assert_eq!(c.in_order(&cores, 2, (0, 0), 10, u32::MAX, &mut budget), [2]);
+        assert_eq!(
+            c.in_order(
+                Fit {
+                    cores: &cores,
+                    free: 2,
+                    skip: u32::MAX
+                },
+                Some((0, 0)),
+                10,
+                &mut budget
+            ),
+            [2]
+        );
         assert_eq!(budget, 0);
         // 3 free: task 3 (3 cores) is in the 3–4 class and kept; with a
         // 3-core limit a 4-core task there would be looked at and dropped.
-        assert_eq!(c.in_order(&cores, 3, (0, 0), 10, u32::MAX, &mut 100), [2, 3, 4]);
+        assert_eq!(
+            c.in_order(
+                Fit {
+                    cores: &cores,
+                    free: 3,
+                    skip: u32::MAX
+                },
+                Some((0, 0)),
+                10,
+                &mut 100
+            ),
+            [2, 3, 4]
+        );
+        let mut some = c.small_enough(
+            Fit {
+                cores: &cores,
+                free: 3,
+                skip: 2,
+            },
+            10,
+            &mut 100,
+        );
+        some.sort();
+        assert_eq!(some, [0, 3, 4]);
         c.remove(1, 50, 0, 0);
         c.remove(1, 20, 4, 4);
         assert_eq!(c.least_cores(), Some(2));
-        c.rekey(2, 2, 99, 2);
-        assert_eq!(c.in_order(&cores, 100, (0, 0), 10, u32::MAX, &mut 100), [1, 3, 5, 2]);
+        assert_eq!(
+            c.in_order(
+                Fit {
+                    cores: &cores,
+                    free: 100,
+                    skip: u32::MAX
+                },
+                Some((0, 0)),
+                10,
+                &mut 100
+            ),
+            [1, 2, 3, 5]
+        );
         c.clear();
         assert_eq!(c.least_cores(), None);
     }

@@ -19,6 +19,7 @@
 
 mod classes;
 mod cluster;
+mod kinetic;
 mod policy;
 
 use std::collections::BTreeSet;
@@ -28,6 +29,7 @@ use serde::Serialize;
 
 use classes::Classes;
 pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
+use kinetic::Tournament;
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy};
 
 use crate::ir::{Request, TaskId, Workflow};
@@ -200,8 +202,9 @@ pub struct Core {
     classes: Classes,
     /// Running tasks by estimated end.
     running: BTreeSet<(Time, u32)>,
-    /// When time-dependent keys were last computed.
-    keyed_at: Time,
+    /// Under a time-dependent order (`wfp3`, `unicep`): who ranks first
+    /// when. `queue` then holds tasks in submission order.
+    kinetic: Option<Tournament>,
     outbox: Vec<Event>,
     halted: bool,
     counts: [usize; 8],
@@ -259,7 +262,7 @@ impl Core {
             queue: BTreeSet::new(),
             classes: Classes::new(),
             running: BTreeSet::new(),
-            keyed_at: now,
+            kinetic: policy.order.is_dynamic().then(Tournament::new),
             outbox: Vec::new(),
             halted: false,
             counts: [0; 8],
@@ -374,15 +377,18 @@ impl Core {
 
     fn enqueue(&mut self, now: Time, task: u32) {
         let slot = &mut self.slots[task as usize];
-        slot.key = self.policy.key(&slot.job, slot.ready, now);
+        slot.key = self.policy.key(&slot.job, slot.ready);
         self.queue.insert((slot.key, task));
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.classes
             .insert(self.cores[task as usize], limit, slot.key, task);
+        if let Some(kinetic) = &mut self.kinetic {
+            kinetic.insert(task, self.policy.slope(&slot.job), slot.ready.0, now.0);
+        }
     }
 
     /// Takes a queued task out of both indexes.
-    fn dequeue(&mut self, task: u32) -> bool {
+    fn dequeue(&mut self, now: Time, task: u32) -> bool {
         let slot = &self.slots[task as usize];
         if !self.queue.remove(&(slot.key, task)) {
             return false;
@@ -390,6 +396,9 @@ impl Core {
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.classes
             .remove(self.cores[task as usize], limit, slot.key, task);
+        if let Some(kinetic) = &mut self.kinetic {
+            kinetic.remove(task, now.0);
+        }
         true
     }
 
@@ -422,32 +431,34 @@ impl Core {
         if self.halted || self.cluster.free().cores < smallest {
             return;
         }
-        if self.policy.order.is_dynamic()
-            && self.policy.backfill != Backfill::None
-            && now != self.keyed_at
-        {
-            self.rekey(now);
-        }
         policy::select(self, now);
     }
 
-    /// Recomputes time-dependent keys: the order of the queue changes as
-    /// tasks wait.
-    fn rekey(&mut self, now: Time) {
-        self.keyed_at = now;
-        let mut keyed: Vec<(u64, u32)> = std::mem::take(&mut self.queue)
-            .into_iter()
-            .map(|(old, t)| {
-                let slot = &mut self.slots[t as usize];
-                slot.key = self.policy.key(&slot.job, slot.ready, now);
-                self.classes
-                    .rekey(self.cores[t as usize], old, slot.key, t);
-                (slot.key, t)
-            })
-            .collect();
-        // Sorted input builds the tree in one pass.
-        keyed.sort_unstable();
-        self.queue = keyed.into_iter().collect();
+    /// The task that ranks first now.
+    fn head(&mut self, now: Time) -> Option<u32> {
+        match &mut self.kinetic {
+            Some(kinetic) => kinetic.best(now.0),
+            None => self.queue.first().map(|&(_, t)| t),
+        }
+    }
+
+    /// The first `k` queued tasks in policy order at `now`.
+    fn ranked(&mut self, now: Time, k: usize) -> Vec<u32> {
+        let Some(kinetic) = &mut self.kinetic else {
+            return self.queue.iter().map(|&(_, t)| t).take(k).collect();
+        };
+        let mut out = Vec::with_capacity(k);
+        while out.len() < k
+            && let Some(t) = kinetic.best(now.0)
+        {
+            kinetic.remove(t, now.0);
+            out.push(t);
+        }
+        for &t in &out {
+            let slot = &self.slots[t as usize];
+            kinetic.insert(t, self.policy.slope(&slot.job), slot.ready.0, now.0);
+        }
+        out
     }
 
     fn start(&mut self, now: Time, task: u32) {
@@ -455,7 +466,7 @@ impl Core {
         let Some(alloc) = self.cluster.allocate(&request) else {
             unreachable!("the policy chose task {task}, which does not fit");
         };
-        self.dequeue(task);
+        self.dequeue(now, task);
         let slot = &mut self.slots[task as usize];
         slot.attempts += 1;
         let attempt = slot.attempts;
@@ -482,7 +493,7 @@ impl Core {
             if !done(TaskId(t)) {
                 continue;
             }
-            self.dequeue(t);
+            self.dequeue(now, t);
             self.set_state(now, t, State::Succeeded, Reason::Resumed);
             self.release_dependents(now, t);
         }
@@ -572,6 +583,9 @@ impl Core {
             .collect();
         self.queue.clear();
         self.classes.clear();
+        if let Some(kinetic) = &mut self.kinetic {
+            kinetic.clear();
+        }
         for t in waiting {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
         }

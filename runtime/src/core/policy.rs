@@ -13,8 +13,9 @@
 //! - `unicep`: −w/(log2(n)·r) (Tang et al.; log2 n taken as at least 1, so a
 //!   one-core task does not divide by zero).
 //!
-//! `wfp3` and `unicep` depend on the time: the queue is re-ranked when the
-//! clock has moved since the last decision. A task without a time limit has
+//! `wfp3` and `unicep` depend on the time; a kinetic tournament
+//! (`kinetic.rs`) keeps which task ranks first as the clock moves, and the
+//! queue holds them in submission order. A task without a time limit has
 //! r = ∞ (last under `sjf`/`f1`, no urgency under `wfp3`/`unicep`); r is at
 //! least one second.
 //!
@@ -37,12 +38,19 @@
 //! `conservative` is `fcfs+conservative`.
 //!
 //! Reservations count resources summed over the instance (exact on one node,
-//! where cores of a kind are interchangeable). Backfilling looks at most
-//! [`BACKFILL_DEPTH`] tasks deep per decision, as production schedulers do
+//! where cores of a kind are interchangeable). A backfilling pass tries at
+//! most [`BACKFILL_DEPTH`] tasks small enough to fit in the cores free (found
+//! by size class, `classes.rs`), as production schedulers bound theirs
 //! (Slurm's `bf_max_job_test`), so a decision stays cheap with a deep queue.
+//! Under `wfp3`/`unicep` the second pass takes those candidates narrowest
+//! class first and tries them by their priority now. `conservative` plans
+//! [`CONSERVATIVE_DEPTH`] tasks.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 
+use super::classes::Fit;
 use super::{Amounts, Core, Counts, Job, Time};
 
 /// How many tasks small enough to fit one backfilling pass tries.
@@ -184,34 +192,51 @@ fn float_key(x: f64) -> u64 {
 }
 
 impl PolicyKind {
-    /// The queue key of `job`, runnable since `ready`, at `now`; ties fall
-    /// back to task order (submission order).
-    pub(super) fn key(self, job: &Job, ready: Time, now: Time) -> u64 {
-        let r = || job.time_limit.map_or(f64::INFINITY, |r| r.max(1) as f64);
-        let n = || job.request.total_cores().max(1) as f64;
-        let waited = || now.0.saturating_sub(ready.0) as f64 / 1000.0;
+    /// The queue key of `job`, runnable since `ready` (ms); ties fall back
+    /// to task order (submission order). Time-dependent orders are ranked
+    /// by [`PolicyKind::slope`] instead; the queue keeps them in
+    /// submission order.
+    pub(super) fn key(self, job: &Job, ready: Time) -> u64 {
         match self.order {
-            Order::Fcfs => 0,
+            Order::Fcfs | Order::Wfp3 | Order::Unicep => 0,
             Order::Sjf => job.time_limit.unwrap_or(u64::MAX),
             Order::F1 => {
                 let positive = |x: f64| if x <= 0.0 { 0.1 } else { x };
                 let s = ready.0 as f64 / 1000.0;
-                float_key(positive(r()).log10() * n() + 870.0 * positive(s).log10())
+                float_key(
+                    positive(limit_secs(job)).log10() * cores(job) + 870.0 * positive(s).log10(),
+                )
             }
-            Order::Wfp3 => float_key(-(waited() / r()).powi(3) * n()),
-            Order::Unicep => float_key(-waited() / (n().log2().max(1.0) * r())),
+        }
+    }
+
+    /// For time-dependent orders: the rate at which the task's priority
+    /// line grows per unit of waiting. `wfp3`'s (w/r)³·n ranks as its cube
+    /// root w·n^⅓/r; `unicep` is w/(log2(n)·r).
+    pub(super) fn slope(self, job: &Job) -> f64 {
+        let (r, n) = (limit_secs(job), cores(job));
+        match self.order {
+            Order::Wfp3 => n.cbrt() / r,
+            Order::Unicep => 1.0 / (n.log2().max(1.0) * r),
+            _ => 0.0,
         }
     }
 }
 
+/// r: the time limit in seconds, at least 1; ∞ without one.
+fn limit_secs(job: &Job) -> f64 {
+    job.time_limit.map_or(f64::INFINITY, |r| r.max(1) as f64)
+}
+
+/// n: the cores a task needs, at least 1.
+fn cores(job: &Job) -> f64 {
+    job.request.total_cores().max(1) as f64
+}
+
 /// Starts the tasks the policy picks, on the core.
 pub(super) fn select(core: &mut Core, now: Time) {
-    if core.policy.order.is_dynamic() && core.policy.backfill == Backfill::None {
-        strict_by_current_key(core, now);
-        return;
-    }
     // Heads that fit start in order under every policy.
-    while let Some(&(_, head)) = core.queue.first() {
+    while let Some(head) = core.head(now) {
         if !core.cluster.fits(&core.slots[head as usize].job.request) {
             break;
         }
@@ -224,28 +249,6 @@ pub(super) fn select(core: &mut Core, now: Time) {
     }
 }
 
-/// A strict order whose keys change with time: the best task now is found
-/// by one scan (cheaper than re-ranking the whole queue when, as usually,
-/// it does not fit and nothing starts).
-fn strict_by_current_key(core: &mut Core, now: Time) {
-    loop {
-        let best = core
-            .queue
-            .iter()
-            .map(|&(_, t)| {
-                let slot = &core.slots[t as usize];
-                (core.policy.key(&slot.job, slot.ready, now), t)
-            })
-            .min();
-        match best {
-            Some((_, t)) if core.cluster.fits(&core.slots[t as usize].job.request) => {
-                core.start(now, t)
-            }
-            _ => break,
-        }
-    }
-}
-
 impl Core {
     /// The head of the queue and the time EASY reserves for it: when the
     /// time limits of running tasks free enough for it, node by node. Also
@@ -253,8 +256,8 @@ impl Core {
     /// in it is what tasks running past the reservation may use. `None`
     /// when the queue is empty; `Time::NEVER` (and an empty projection)
     /// when an unbounded task stands in the way.
-    pub fn reservation(&self, now: Time) -> Option<(u32, Time, Counts)> {
-        let &(_, head) = self.queue.first()?;
+    pub fn reservation(&mut self, now: Time) -> Option<(u32, Time, Counts)> {
+        let head = self.head(now)?;
         let request = self.slots[head as usize].job.request;
         let mut projected = self.cluster.counts().clone();
         let mut at = now;
@@ -301,18 +304,23 @@ fn easy(core: &mut Core, now: Time) {
         while left > 0 && core.cluster.free().cores > 0 {
             let free = core.cluster.free().cores;
             let batch = core.classes.shortest(
-                &core.cores,
-                free,
+                Fit {
+                    cores: &core.cores,
+                    free,
+                    skip: head,
+                },
                 slack,
                 after,
                 BATCH.min(left),
-                head,
                 &mut budget,
             );
             let Some(&last) = batch.last() else {
                 break;
             };
-            after = Some((core.slots[last as usize].job.time_limit.unwrap_or(u64::MAX), last));
+            after = Some((
+                core.slots[last as usize].job.time_limit.unwrap_or(u64::MAX),
+                last,
+            ));
             left -= batch.len();
             for t in batch {
                 if core.cluster.free().cores == 0 {
@@ -339,18 +347,47 @@ fn easy(core: &mut Core, now: Time) {
     let mut left = BACKFILL_DEPTH;
     let mut budget = 2 * BACKFILL_DEPTH;
     let mut batch = Vec::new();
+    // A time-dependent order: the queue is in submission order, so the
+    // candidates small enough to fit are taken from all of it and tried by
+    // their priority now (a heap: usually only the first few start).
+    let mut ranked: Option<BinaryHeap<(u64, Reverse<u32>)>> = None;
+    if let Some(kinetic) = &core.kinetic {
+        let room = room(core, &projected);
+        let candidates = core.classes.small_enough(
+            Fit {
+                cores: &core.cores,
+                free: room,
+                skip: head,
+            },
+            BACKFILL_DEPTH,
+            &mut budget,
+        );
+        ranked = Some(
+            candidates
+                .into_iter()
+                .map(|t| (float_key(kinetic.priority(t, now.0)), Reverse(t)))
+                .collect(),
+        );
+        left = 0;
+    }
     loop {
-        let Some(t) = batch.pop() else {
+        let next = match &mut ranked {
+            Some(heap) => heap.pop().map(|(_, Reverse(t))| t),
+            None => batch.pop(),
+        };
+        let Some(t) = next else {
             let room = room(core, &projected);
             if left == 0 || room == 0 {
                 break;
             }
             batch = core.classes.in_order(
-                &core.cores,
-                room,
-                after,
+                Fit {
+                    cores: &core.cores,
+                    free: room,
+                    skip: head,
+                },
+                Some(after),
                 BATCH.min(left),
-                head,
                 &mut budget,
             );
             let Some(&last) = batch.last() else {
@@ -370,6 +407,7 @@ fn easy(core: &mut Core, now: Time) {
             // delay a reservation that has no time.
             if core.cluster.fits(&job.request) {
                 core.start(now, t);
+                drop_too_large(&mut ranked, &core.cores, room(core, &projected));
             }
             continue;
         }
@@ -381,7 +419,16 @@ fn easy(core: &mut Core, now: Time) {
             // resources free then, on the same nodes it takes now.
             projected.take_plan(&plan, &job.request);
             core.start(now, t);
+            drop_too_large(&mut ranked, &core.cores, room(core, &projected));
         }
+    }
+}
+
+/// After a start: candidates that no longer fit in what is left need not
+/// be tried one by one.
+fn drop_too_large(ranked: &mut Option<BinaryHeap<(u64, Reverse<u32>)>>, cores: &[u32], room: u64) {
+    if let Some(heap) = ranked {
+        heap.retain(|&(_, Reverse(t))| cores[t as usize] as u64 <= room);
     }
 }
 
@@ -463,17 +510,24 @@ fn conservative(core: &mut Core, now: Time) {
     if core.cluster.free().cores == 0 {
         return;
     }
-    let mut profile = Profile::new(core, now);
-    let queued: Vec<u32> = core
-        .queue
+    let queued = core.ranked(now, CONSERVATIVE_DEPTH);
+    // The fewest cores any task from here on needs: once fewer are free,
+    // nothing more can start now.
+    let mut least: Vec<u64> = queued
         .iter()
-        .map(|&(_, t)| t)
-        .take(CONSERVATIVE_DEPTH)
+        .map(|&t| core.cores[t as usize] as u64)
         .collect();
-    for t in queued {
+    for i in (1..least.len()).rev() {
+        least[i - 1] = least[i - 1].min(least[i]);
+    }
+    if least.first().is_none_or(|&l| l > core.cluster.free().cores) {
+        return;
+    }
+    let mut profile = Profile::new(core, now);
+    for (i, t) in queued.into_iter().enumerate() {
         // Reservations only decide what starts now; once nothing can, the
         // rest of the queue cannot change that.
-        if core.cluster.free().cores == 0 {
+        if core.cluster.free().cores < least[i] {
             break;
         }
         let job = &core.slots[t as usize].job;
