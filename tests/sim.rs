@@ -33,6 +33,23 @@ fn sim_json(trace: &str, args: &[&str]) -> Value {
     serde_json::from_str(&run.stdout).expect("--json prints JSON")
 }
 
+/// Four random windows of 20 jobs under EASY, from `seed`.
+fn samples(trace: &str, seed: &str) -> Value {
+    sim_json(
+        trace,
+        &[
+            "--policy",
+            "easy",
+            "--samples",
+            "4",
+            "--len",
+            "20",
+            "--seed",
+            seed,
+        ],
+    )
+}
+
 fn policy<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["policies"]
         .as_array()
@@ -113,48 +130,12 @@ fn windows_select_jobs_and_samples_are_seeded() {
             i % 5
         ));
     }
-    let a = sim_json(
-        &many,
-        &[
-            "--policy",
-            "easy",
-            "--samples",
-            "4",
-            "--len",
-            "20",
-            "--seed",
-            "3",
-        ],
-    );
-    let b = sim_json(
-        &many,
-        &[
-            "--policy",
-            "easy",
-            "--samples",
-            "4",
-            "--len",
-            "20",
-            "--seed",
-            "3",
-        ],
-    );
+    let a = samples(&many, "3");
+    let b = samples(&many, "3");
     assert_eq!(a["windows"], b["windows"], "same seed, same windows");
     assert_eq!(a["windows"].as_array().unwrap().len(), 4);
     assert_eq!(policy(&a, "easy")["summary"]["windows"], 4);
-    let c = sim_json(
-        &many,
-        &[
-            "--policy",
-            "easy",
-            "--samples",
-            "4",
-            "--len",
-            "20",
-            "--seed",
-            "4",
-        ],
-    );
+    let c = samples(&many, "4");
     assert_ne!(a["windows"], c["windows"]);
 }
 

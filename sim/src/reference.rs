@@ -10,22 +10,12 @@
 //! the same second is released first) this module keeps the same lists and
 //! sorts them the same way.
 
-use slurp_runtime::core::Order;
+use slurp_runtime::core::{Order, float_key};
 
 use crate::{Schedule, Window, Workload};
 
 /// A key that sorts like the reference's score tuples.
 type Key = (u64, u64);
-
-/// Maps a float onto a `u64` of the same order.
-fn ordered(x: f64) -> u64 {
-    let bits = if x.is_nan() { f64::INFINITY } else { x }.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
-    }
-}
 
 struct Sim<'a> {
     /// Submit, run, estimate, processors of the window's jobs.
@@ -96,11 +86,11 @@ impl Sim<'_> {
             Order::Fcfs => (self.submit[j], 0),
             Order::Sjf => (self.estimate[j], self.submit[j]),
             Order::F1 => (
-                ordered(positive(r).log10() * n + 870.0 * positive(s).log10()),
+                float_key(positive(r).log10() * n + 870.0 * positive(s).log10()),
                 0,
             ),
-            Order::Wfp3 => (ordered(-(w / r.max(1.0)).powi(3) * n), 0),
-            Order::Unicep => (ordered(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
+            Order::Wfp3 => (float_key(-(w / r.max(1.0)).powi(3) * n), 0),
+            Order::Unicep => (float_key(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
         }
     }
 

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::iter::Peekable;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 /// Classes of `u32` core counts: class `c` holds 2^(c−1)+1 ..= 2^c cores
 /// (class 0: one core).
@@ -80,9 +81,9 @@ impl Classes {
             .map(least)
     }
 
-    /// Up to `depth` tasks, but `skip`, needing at most `free` cores (by
-    /// `cores`) and with a time limit of at most `max_limit`, shortest
-    /// first, from after `after` (a `(limit, task)` already seen).
+    /// Up to `depth` tasks that `fit`, with a time limit of at most
+    /// `max_limit`, shortest first, from after `after` (a `(limit, task)`
+    /// already seen).
     pub(super) fn shortest(
         &self,
         fit: Fit<'_>,
@@ -91,16 +92,12 @@ impl Classes {
         depth: usize,
         budget: &mut usize,
     ) -> Vec<u32> {
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let from = after.map_or(Unbounded, Excluded);
-        let ranges = self
-            .eligible(&self.by_limit, fit.free)
-            .map(|set| set.range((from, Included((max_limit, u32::MAX)))));
-        merge(ranges, |t| fit.keeps(t), depth, budget)
+        let upto = Included((max_limit, u32::MAX));
+        Self::walk(&self.by_limit, fit, after, upto, depth, budget)
     }
 
-    /// Up to `depth` tasks queued after `after` (from the first without),
-    /// but `skip`, needing at most `free` cores, in queue order.
+    /// Up to `depth` tasks that `fit`, queued after `after` (from the first
+    /// without), in queue order.
     pub(super) fn in_order(
         &self,
         fit: Fit<'_>,
@@ -108,11 +105,20 @@ impl Classes {
         depth: usize,
         budget: &mut usize,
     ) -> Vec<u32> {
-        use std::ops::Bound::{Excluded, Unbounded};
+        Self::walk(&self.by_order, fit, after, Unbounded, depth, budget)
+    }
+
+    /// Merges the eligible classes of one index between `after` and `upto`.
+    fn walk(
+        sets: &[BTreeSet<(u64, u32)>],
+        fit: Fit<'_>,
+        after: Option<(u64, u32)>,
+        upto: Bound<(u64, u32)>,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Vec<u32> {
         let from = after.map_or(Unbounded, Excluded);
-        let ranges = self
-            .eligible(&self.by_order, fit.free)
-            .map(|set| set.range((from, Unbounded)));
+        let ranges = eligible(sets, fit.free).map(|set| set.range((from, upto)));
         merge(ranges, |t| fit.keeps(t), depth, budget)
     }
 
@@ -121,7 +127,7 @@ impl Classes {
     /// the candidates themselves.
     pub(super) fn small_enough(&self, fit: Fit<'_>, depth: usize, budget: &mut usize) -> Vec<u32> {
         let mut out = Vec::new();
-        for set in self.eligible(&self.by_order, fit.free) {
+        for set in eligible(&self.by_order, fit.free) {
             for &(_, t) in set {
                 if out.len() == depth || *budget == 0 {
                     return out;
@@ -134,19 +140,18 @@ impl Classes {
         }
         out
     }
+}
 
-    /// The classes whose smallest tasks fit in `free` cores.
-    fn eligible<'a>(
-        &self,
-        sets: &'a [BTreeSet<(u64, u32)>],
-        free: u64,
-    ) -> impl Iterator<Item = &'a BTreeSet<(u64, u32)>> {
-        sets.iter()
-            .enumerate()
-            .take_while(move |&(c, _)| least(c) <= free)
-            .map(|(_, set)| set)
-            .filter(|set| !set.is_empty())
-    }
+/// The classes whose smallest tasks fit in `free` cores.
+fn eligible(
+    sets: &[BTreeSet<(u64, u32)>],
+    free: u64,
+) -> impl Iterator<Item = &BTreeSet<(u64, u32)>> {
+    sets.iter()
+        .enumerate()
+        .take_while(move |&(c, _)| least(c) <= free)
+        .map(|(_, set)| set)
+        .filter(|set| !set.is_empty())
 }
 
 /// Merges sorted ranges, keeping tasks that pass `keep`, until `depth` are
@@ -193,6 +198,10 @@ mod tests {
         assert_eq!(class(u32::MAX), 32);
     }
 
+    fn fit(cores: &[u32], free: u64, skip: u32) -> Fit<'_> {
+        Fit { cores, free, skip }
+    }
+
     #[test]
     fn passes_merge_the_classes_that_fit_in_order() {
         // Tasks 0..6 need 1, 8, 2, 3, 1, 16 cores; limits 50, 10, 40, 30, 20, 5.
@@ -205,26 +214,12 @@ mod tests {
         assert_eq!(c.least_cores(), Some(1));
         // 3 free cores: tasks 0, 2, 3, 4 fit; shortest first.
         assert_eq!(
-            c.shortest(
-                Fit {
-                    cores: &cores,
-                    free: 3,
-                    skip: u32::MAX
-                },
-                u64::MAX,
-                None,
-                10,
-                &mut 100
-            ),
+            c.shortest(fit(&cores, 3, u32::MAX), u64::MAX, None, 10, &mut 100),
             [4, 3, 2, 0]
         );
         assert_eq!(
             c.shortest(
-                Fit {
-                    cores: &cores,
-                    free: 3,
-                    skip: u32::MAX
-                },
+                fit(&cores, 3, u32::MAX),
                 u64::MAX,
                 Some((20, 4)),
                 10,
@@ -232,77 +227,28 @@ mod tests {
             ),
             [3, 2, 0]
         );
-        assert_eq!(
-            c.shortest(
-                Fit {
-                    cores: &cores,
-                    free: 3,
-                    skip: 4
-                },
-                30,
-                None,
-                10,
-                &mut 100
-            ),
-            [3]
-        );
+        assert_eq!(c.shortest(fit(&cores, 3, 4), 30, None, 10, &mut 100), [3]);
         // 2 free: the class of 3–4 cores is not looked at; queue order
         // after task 0.
         assert_eq!(
-            c.in_order(
-                Fit {
-                    cores: &cores,
-                    free: 2,
-                    skip: u32::MAX
-                },
-                Some((0, 0)),
-                10,
-                &mut 100
-            ),
+            c.in_order(fit(&cores, 2, u32::MAX), Some((0, 0)), 10, &mut 100),
             [2, 4]
         );
         assert_eq!(
-            c.in_order(
-                Fit {
-                    cores: &cores,
-                    free: 100,
-                    skip: u32::MAX
-                },
-                Some((0, 0)),
-                2,
-                &mut 100
-            ),
+            c.in_order(fit(&cores, 100, u32::MAX), Some((0, 0)), 2, &mut 100),
             [1, 2]
         );
         // The budget bounds what is looked at, kept or not.
         let mut budget = 1;
         assert_eq!(
-            c.in_order(
-                Fit {
-                    cores: &cores,
-                    free: 2,
-                    skip: u32::MAX
-                },
-                Some((0, 0)),
-                10,
-                &mut budget
-            ),
+            c.in_order(fit(&cores, 2, u32::MAX), Some((0, 0)), 10, &mut budget),
             [2]
         );
         assert_eq!(budget, 0);
         // 3 free: task 3 (3 cores) is in the 3–4 class and kept; with a
         // 3-core limit a 4-core task there would be looked at and dropped.
         assert_eq!(
-            c.in_order(
-                Fit {
-                    cores: &cores,
-                    free: 3,
-                    skip: u32::MAX
-                },
-                Some((0, 0)),
-                10,
-                &mut 100
-            ),
+            c.in_order(fit(&cores, 3, u32::MAX), Some((0, 0)), 10, &mut 100),
             [2, 3, 4]
         );
         let mut some = c.small_enough(
@@ -320,16 +266,7 @@ mod tests {
         c.remove(1, 20, 4, 4);
         assert_eq!(c.least_cores(), Some(2));
         assert_eq!(
-            c.in_order(
-                Fit {
-                    cores: &cores,
-                    free: 100,
-                    skip: u32::MAX
-                },
-                Some((0, 0)),
-                10,
-                &mut 100
-            ),
+            c.in_order(fit(&cores, 100, u32::MAX), Some((0, 0)), 10, &mut 100),
             [1, 2, 3, 5]
         );
         c.clear();

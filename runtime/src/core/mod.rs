@@ -30,7 +30,7 @@ use serde::Serialize;
 use classes::Classes;
 pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
 use kinetic::Tournament;
-pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy};
+pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy, float_key};
 
 use crate::ir::{Request, TaskId, Workflow};
 use crate::resources::Capacity;

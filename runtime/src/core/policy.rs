@@ -181,8 +181,8 @@ impl fmt::Display for PolicyKind {
 }
 
 /// Maps a float onto a `u64` with the same order, so float priorities live
-/// in the same integer-keyed queue as the others.
-fn float_key(x: f64) -> u64 {
+/// in the same integer-keyed queue as the others (NaN sorts as +∞).
+pub fn float_key(x: f64) -> u64 {
     let bits = if x.is_nan() { f64::INFINITY } else { x }.to_bits();
     if bits >> 63 == 1 {
         !bits
