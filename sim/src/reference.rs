@@ -12,10 +12,54 @@
 
 use slurp_runtime::core::{Order, float_key};
 
-use crate::{Schedule, Window, Workload};
+use crate::{Machine, Schedule, SimJob, Window, Workload};
 
 /// A key that sorts like the reference's score tuples.
 type Key = (u64, u64);
+
+/// The reference's score of `job` under `order` at `now` (lowest first).
+fn key(order: Order, job: &SimJob, now: u64) -> Key {
+    let (s, r, n) = (job.submit as f64, job.estimate as f64, job.procs as f64);
+    let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
+    let w = now.saturating_sub(job.submit) as f64;
+    match order {
+        Order::Fcfs => (job.submit, 0),
+        Order::Sjf => (job.estimate, job.submit),
+        Order::F1 => (
+            float_key(positive(r).log10() * n + 870.0 * positive(s).log10()),
+            0,
+        ),
+        Order::Wfp3 => (float_key(-(w / r.max(1.0)).powi(3) * n), 0),
+        Order::Unicep => (float_key(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
+    }
+}
+
+/// What the scheduler sees when it must choose the next job to start.
+#[derive(Debug)]
+pub struct Decision<'a> {
+    /// Seconds from the start of the trace.
+    pub now: u64,
+    /// The window's jobs.
+    pub jobs: &'a [SimJob],
+    pub machine: Machine,
+    /// Whole nodes free now.
+    pub free_nodes: u32,
+    /// The queued jobs (positions in the window) in the queue's order. A
+    /// chooser may reorder it (heuristics sort it, and the order persists
+    /// between decisions, as in the reference).
+    pub queue: &'a mut Vec<u32>,
+    /// Jobs started so far, in start order, and every job's start (valid
+    /// for the started ones).
+    pub started: &'a [u32],
+    pub starts: &'a [u64],
+}
+
+impl Decision<'_> {
+    /// Whether job `j` fits in the free nodes now.
+    pub fn fits(&self, j: u32) -> bool {
+        self.machine.nodes_for(self.jobs[j as usize].procs) <= self.free_nodes
+    }
+}
 
 struct Sim<'a> {
     /// Submit, run, estimate, processors of the window's jobs.
@@ -73,27 +117,6 @@ impl Sim<'_> {
         true
     }
 
-    fn key(&self, order: Order, j: u32) -> Key {
-        let j = j as usize;
-        let (s, r, n) = (
-            self.submit[j] as f64,
-            self.estimate[j] as f64,
-            self.procs[j] as f64,
-        );
-        let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
-        let w = self.now.saturating_sub(self.submit[j]) as f64;
-        match order {
-            Order::Fcfs => (self.submit[j], 0),
-            Order::Sjf => (self.estimate[j], self.submit[j]),
-            Order::F1 => (
-                float_key(positive(r).log10() * n + 870.0 * positive(s).log10()),
-                0,
-            ),
-            Order::Wfp3 => (float_key(-(w / r.max(1.0)).powi(3) * n), 0),
-            Order::Unicep => (float_key(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
-        }
-    }
-
     /// Waits, starting nothing, until `chosen` fits.
     fn wait(&mut self, chosen: u32) {
         while !self.fits(chosen) && self.step() {}
@@ -137,7 +160,36 @@ impl Sim<'_> {
 /// with or without its backfilling.
 pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) -> Schedule {
     let jobs = &workload.jobs[window.range()];
-    let column = |f: fn(&crate::SimJob) -> u64| jobs.iter().map(f).collect::<Vec<_>>();
+    let fixed: Vec<Key> = if order.is_dynamic() {
+        Vec::new()
+    } else {
+        jobs.iter().map(|j| key(order, j, 0)).collect()
+    };
+    run_choosing(workload, window, backfill, |d| {
+        if order.is_dynamic() {
+            let now = d.now;
+            d.queue
+                .sort_by_cached_key(|&j| key(order, &d.jobs[j as usize], now));
+        } else {
+            // Fixed keys: the queue is sorted but for the jobs that came
+            // since, which a stable, run-aware sort merges in one pass.
+            d.queue.sort_by_key(|&j| fixed[j as usize]);
+        }
+        d.queue[0]
+    })
+}
+
+/// Replays `window` of `workload` with the reference model, `choose`
+/// picking the job to start (or wait for) at each decision — a heuristic,
+/// or a learned policy.
+pub fn run_choosing(
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+    mut choose: impl FnMut(&mut Decision<'_>) -> u32,
+) -> Schedule {
+    let jobs = &workload.jobs[window.range()];
+    let column = |f: fn(&SimJob) -> u64| jobs.iter().map(f).collect::<Vec<_>>();
     let (submit, run, estimate) = (
         column(|j| j.submit),
         column(|j| j.run),
@@ -163,24 +215,18 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
     if jobs.is_empty() {
         return Schedule::new(window, Vec::new(), Vec::new());
     }
-    let fixed: Vec<Key> = if order.is_dynamic() {
-        Vec::new()
-    } else {
-        (0..jobs.len() as u32).map(|j| sim.key(order, j)).collect()
-    };
     sim.queue.push(0);
     sim.next = 1;
     while !sim.queue.is_empty() {
-        let mut queue = std::mem::take(&mut sim.queue);
-        if order.is_dynamic() {
-            queue.sort_by_cached_key(|&j| sim.key(order, j));
-        } else {
-            // Fixed keys: the queue is sorted but for the jobs that came
-            // since, which a stable, run-aware sort merges in one pass.
-            queue.sort_by_key(|&j| fixed[j as usize]);
-        }
-        sim.queue = queue;
-        let chosen = sim.queue[0];
+        let chosen = choose(&mut Decision {
+            now: sim.now,
+            jobs,
+            machine,
+            free_nodes: sim.free,
+            queue: &mut sim.queue,
+            started: &sim.order,
+            starts: &sim.starts,
+        });
         if !sim.fits(chosen) {
             if backfill {
                 sim.wait_backfilling(chosen);

@@ -1,0 +1,16 @@
+//! The learned `fair` policy: what it sees, how it is evaluated, and how it
+//! plays episodes for its trainer.
+//!
+//! - [`observe`]: decisions → 128 slots × 9 features and a mask
+//!   (RL-SPEC.md's fairness env);
+//! - [`model`]: the network as ONNX, run in-process with tract, its
+//!   normalisers beside it;
+//! - [`rollout`]: episodes of a trace in the reference model, recorded as
+//!   NumPy arrays for the PyTorch trainer (`fair/trainer/`).
+
+pub mod model;
+pub mod observe;
+pub mod rollout;
+
+pub use model::{Model, ModelError};
+pub use observe::{FEATURES, Normalisers, Observation, SLOTS};

@@ -1,0 +1,110 @@
+//! A learned policy's network, evaluated in-process with tract.
+//!
+//! The contract (what the trainer exports, checked at load): an ONNX model
+//! with two `f32` inputs, observations `[1, 128, 9]` and the mask `[1, 128]`,
+//! and one output, the masked logits `[1, 128]` (a padded slot's logit is
+//! pushed down by 1e6, so it never wins). Its normalisers travel beside it
+//! as `MODEL.onnx.json`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tract_onnx::prelude::*;
+
+use crate::observe::{FEATURES, Normalisers, Observation, SLOTS};
+
+/// Why a model could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: cannot read the model: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error(
+        "{path}: not a policy network slurp can use: {reason} (expected inputs obs f32[1,128,9] and mask f32[1,128], one output f32[1,128])"
+    )]
+    Shape { path: PathBuf, reason: String },
+    #[error("{path}: the normalisers beside the model: {reason}")]
+    Normalisers { path: PathBuf, reason: String },
+    #[error("evaluating the model: {0}")]
+    Run(String),
+}
+
+type Plan = Arc<TypedRunnableModel>;
+
+/// A loaded policy network and the normalisers it was trained with.
+#[derive(Debug, Clone)]
+pub struct Model {
+    plan: Plan,
+    pub normalisers: Normalisers,
+}
+
+/// Where a model's normalisers live: `MODEL.onnx.json`.
+pub fn sidecar(model: &Path) -> PathBuf {
+    let mut name = model.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+impl Model {
+    /// Loads `path` and its normalisers (`path.json`), or `fallback` when
+    /// the model has none beside it.
+    pub fn load(path: &Path, fallback: Option<Normalisers>) -> Result<Model, ModelError> {
+        let unreadable = |e: &dyn std::fmt::Display| ModelError::Unreadable {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        };
+        let shape = |e: &dyn std::fmt::Display| ModelError::Shape {
+            path: path.to_owned(),
+            reason: format!("{e:#}"),
+        };
+        let model = onnx().model_for_path(path).map_err(|e| unreadable(&e))?;
+        if model.inputs.len() != 2 || model.outputs.len() != 1 {
+            return Err(shape(&format!(
+                "it has {} inputs and {} outputs",
+                model.inputs.len(),
+                model.outputs.len()
+            )));
+        }
+        let plan = model
+            .with_input_fact(0, f32::fact([1, SLOTS, FEATURES]).into())
+            .and_then(|m| m.with_input_fact(1, f32::fact([1, SLOTS]).into()))
+            .and_then(|m| m.into_optimized())
+            .and_then(|m| m.into_runnable())
+            .map_err(|e| shape(&e))?;
+        let normalisers = match std::fs::read_to_string(sidecar(path)) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| ModelError::Normalisers {
+                path: sidecar(path),
+                reason: e.to_string(),
+            })?,
+            Err(_) => fallback.ok_or_else(|| ModelError::Normalisers {
+                path: sidecar(path),
+                reason: "missing".into(),
+            })?,
+        };
+        let model = Model { plan, normalisers };
+        // One evaluation of padding proves the output's shape now, not in
+        // the middle of a run.
+        let logits = model.logits(&Observation {
+            features: vec![0.0; SLOTS * FEATURES],
+            mask: vec![0.0; SLOTS],
+            jobs: Vec::new(),
+        });
+        match logits {
+            Ok(l) if l.len() == SLOTS => Ok(model),
+            Ok(l) => Err(shape(&format!("its output has {} values", l.len()))),
+            Err(e) => Err(shape(&e)),
+        }
+    }
+
+    /// The masked logits of one observation.
+    pub fn logits(&self, obs: &Observation) -> Result<Vec<f32>, ModelError> {
+        let run = |e: TractError| ModelError::Run(format!("{e:#}"));
+        let features = Tensor::from_shape(&[1, SLOTS, FEATURES], &obs.features).map_err(run)?;
+        let mask = Tensor::from_shape(&[1, SLOTS], &obs.mask).map_err(run)?;
+        let out = self
+            .plan
+            .run(tvec!(features.into(), mask.into()))
+            .map_err(run)?;
+        let view = out[0].to_plain_array_view::<f32>().map_err(run)?;
+        Ok(view.iter().copied().collect())
+    }
+}

@@ -1,0 +1,174 @@
+//! What the learned policy sees at a decision (RL-SPEC.md, fairness env):
+//! 128 slots of 9 features each, a mask, and which job each slot shows.
+//!
+//! Slots: when at most 128 jobs wait, all of them in submit order, then
+//! padding; when more, slots alternate between the queue sorted shortest
+//! estimate first and sorted fewest processors first, skipping jobs already
+//! shown. Features, each clipped to at most 1 − 1e-5:
+//!
+//! 1. wait / 12 h; 2. estimate / the longest run of the trace; 3. processors
+//!    / the machine's; 4. requested memory / the largest (1 if unknown);
+//! 5. user id / the largest (1 if unknown); 6. group id, 7. executable id
+//!    likewise; 8. `user_info` = 1 − (this user's mean bounded slowdown over
+//!    their started jobs ÷ the largest such mean), 1 when the user has no
+//!    started job or the largest mean is 0; 9. can start now (1 − 1e-5 if
+//!    enough nodes are free, else 1e-5).
+//!
+//! Padding rows are `[0, 1, 1, 1, 1, 1, 1, 1, 0]` with mask 0.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use slurp_sim::Workload;
+use slurp_sim::metrics::bounded_slowdown;
+use slurp_sim::reference::Decision;
+
+pub const SLOTS: usize = 128;
+pub const FEATURES: usize = 9;
+/// 12 hours: the wait that saturates feature 1.
+pub const MAX_WAIT: f64 = 43_200.0;
+const TOP: f32 = 1.0 - 1e-5;
+const PADDING: [f32; FEATURES] = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0];
+
+/// The scales features are divided by. They belong to a model: it was
+/// trained with them, so they travel with it (a JSON file beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Normalisers {
+    /// The longest run time of the training trace, seconds.
+    pub max_run: f64,
+    /// The machine's processors.
+    pub max_procs: f64,
+    pub max_mem: f64,
+    pub max_user: f64,
+    pub max_group: f64,
+    pub max_exe: f64,
+}
+
+impl Normalisers {
+    /// The scales of a workload.
+    pub fn of(workload: &Workload) -> Normalisers {
+        let max =
+            |f: fn(&slurp_sim::SimJob) -> f64| workload.jobs.iter().map(f).fold(0.0, f64::max);
+        Normalisers {
+            max_run: max(|j| j.run as f64),
+            max_procs: workload.machine.procs() as f64,
+            max_mem: max(|j| j.mem as f64),
+            max_user: max(|j| j.user as f64),
+            max_group: max(|j| j.group as f64),
+            max_exe: max(|j| j.exe as f64),
+        }
+    }
+}
+
+/// One observation: features row-major (`SLOTS × FEATURES`), mask, and the
+/// job (position in the window) each real slot shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub features: Vec<f32>,
+    pub mask: Vec<f32>,
+    pub jobs: Vec<u32>,
+}
+
+/// Per-user bounded slowdowns of started jobs, kept up to date across the
+/// decisions of one episode.
+#[derive(Debug, Default)]
+pub struct Users {
+    seen: usize,
+    scores: HashMap<i64, (f64, u32)>,
+}
+
+impl Users {
+    fn update(&mut self, d: &Decision<'_>) {
+        for &j in &d.started[self.seen..] {
+            let job = &d.jobs[j as usize];
+            let wait = d.starts[j as usize] - job.submit.min(d.starts[j as usize]);
+            let score = self.scores.entry(job.user).or_default();
+            score.0 += bounded_slowdown(wait, job.run);
+            score.1 += 1;
+        }
+        self.seen = d.started.len();
+    }
+
+    fn mean(&self, user: i64) -> Option<f64> {
+        self.scores.get(&user).map(|&(sum, n)| sum / n as f64)
+    }
+
+    fn largest_mean(&self) -> f64 {
+        self.scores
+            .values()
+            .map(|&(sum, n)| sum / n as f64)
+            .fold(0.0, f64::max)
+    }
+}
+
+fn scaled(value: f64, max: f64) -> f32 {
+    if value < 0.0 || max <= 0.0 {
+        return TOP;
+    }
+    ((value / max) as f32).min(TOP)
+}
+
+/// The slots: every waiting job in submit order when they fit, else the
+/// two sorted views interleaved.
+fn slots(d: &Decision<'_>) -> Vec<u32> {
+    let by = |key: fn(&slurp_sim::SimJob) -> (u64, u64)| {
+        let mut q: Vec<u32> = d.queue.clone();
+        q.sort_by_key(|&j| (key(&d.jobs[j as usize]), j));
+        q
+    };
+    if d.queue.len() <= SLOTS {
+        return by(|j| (j.submit, 0));
+    }
+    let shortest = by(|j| (j.estimate, j.submit));
+    let narrowest = by(|j| (j.procs as u64, j.submit));
+    let mut shown = std::collections::HashSet::with_capacity(SLOTS);
+    let mut out = Vec::with_capacity(SLOTS);
+    let (mut a, mut b) = (shortest.iter(), narrowest.iter());
+    while out.len() < SLOTS {
+        for list in [&mut a, &mut b] {
+            if out.len() < SLOTS
+                && let Some(&j) = list.find(|&&j| !shown.contains(&j))
+            {
+                shown.insert(j);
+                out.push(j);
+            }
+        }
+    }
+    out
+}
+
+/// Builds the observation of decision `d`.
+pub fn observe(d: &Decision<'_>, norm: &Normalisers, users: &mut Users) -> Observation {
+    users.update(d);
+    let largest = users.largest_mean();
+    let jobs = slots(d);
+    let mut features = Vec::with_capacity(SLOTS * FEATURES);
+    let mut mask = vec![0.0; SLOTS];
+    for (slot, &j) in jobs.iter().enumerate() {
+        let job = &d.jobs[j as usize];
+        let user_info = match users.mean(job.user) {
+            Some(mean) if largest > 0.0 => (1.0 - mean / largest) as f32,
+            _ => 1.0,
+        };
+        features.extend_from_slice(&[
+            scaled(d.now.saturating_sub(job.submit) as f64, MAX_WAIT),
+            scaled(job.estimate as f64, norm.max_run),
+            scaled(job.procs as f64, norm.max_procs),
+            scaled(job.mem as f64, norm.max_mem),
+            scaled(job.user as f64, norm.max_user),
+            scaled(job.group as f64, norm.max_group),
+            scaled(job.exe as f64, norm.max_exe),
+            user_info.min(TOP),
+            if d.fits(j) { TOP } else { 1e-5 },
+        ]);
+        mask[slot] = 1.0;
+    }
+    for _ in jobs.len()..SLOTS {
+        features.extend_from_slice(&PADDING);
+    }
+    Observation {
+        features,
+        mask,
+        jobs,
+    }
+}

@@ -1,0 +1,268 @@
+//! Rollouts: the policy plays episodes of a trace and every decision is
+//! recorded for training.
+//!
+//! An episode is a window of `len` consecutive jobs (default 128, the
+//! fairness env's), its start drawn as the reference draws them, replayed
+//! in the reference model; at each decision the network's masked logits
+//! give a softmax over the slots, from which the action is sampled (or the
+//! best taken, `greedy`). The reward is terminal: minus the per-user mean
+//! bounded slowdown aggregated over users (worst user by default, as the
+//! fairness variant trains). Episodes are independent: they run in
+//! parallel, each from its own seeded generator, so the output depends on
+//! the seed only.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::Path;
+
+use npyz::WriterBuilder;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use slurp_sim::metrics::Metrics;
+use slurp_sim::reference::run_choosing;
+use slurp_sim::{Model as SimModel, Window, Workload};
+
+use crate::model::{Model, ModelError};
+use crate::observe::{FEATURES, SLOTS, Users, observe};
+
+/// How the users' mean bounded slowdowns become one score (the reference's
+/// `user_score_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Score {
+    Mean,
+    /// The worst user's (the fairness objective).
+    #[default]
+    Worst,
+    Best,
+}
+
+impl std::str::FromStr for Score {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "mean" => Ok(Score::Mean),
+            "worst" => Ok(Score::Worst),
+            "best" => Ok(Score::Best),
+            _ => Err(format!("unknown score `{s}` (mean, worst, best)")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub trajectories: usize,
+    /// Jobs per episode.
+    pub len: usize,
+    pub seed: u64,
+    pub backfill: bool,
+    pub score: Score,
+    /// Take the best slot instead of sampling.
+    pub greedy: bool,
+}
+
+/// One decision.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub features: Vec<f32>,
+    pub mask: Vec<f32>,
+    pub action: i64,
+    pub logp: f32,
+}
+
+/// One episode.
+#[derive(Debug, Clone)]
+pub struct Trajectory {
+    pub window: Window,
+    pub steps: Vec<Step>,
+    /// Minus the aggregated per-user score, given at the last step.
+    pub reward: f32,
+    pub metrics: Metrics,
+}
+
+/// The slot to take from masked `logits`, and its log-probability.
+pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let weights: Vec<f64> = logits.iter().map(|&l| ((l - top) as f64).exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let pick = match rng {
+        None => logits
+            .iter()
+            .enumerate()
+            .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best }),
+        Some(rng) => {
+            let mut u = rng.random::<f64>() * total;
+            let mut pick = weights.len() - 1;
+            for (i, &w) in weights.iter().enumerate() {
+                if u < w {
+                    pick = i;
+                    break;
+                }
+                u -= w;
+            }
+            pick
+        }
+    };
+    (pick, (weights[pick] / total).ln() as f32)
+}
+
+fn episode(
+    model: &Model,
+    workload: &Workload,
+    window: Window,
+    opts: &Options,
+    mut rng: Option<ChaCha8Rng>,
+) -> Result<Trajectory, ModelError> {
+    let mut users = Users::default();
+    let mut steps = Vec::new();
+    let mut failure = None;
+    let schedule = run_choosing(workload, window, opts.backfill, |d| {
+        let obs = observe(d, &model.normalisers, &mut users);
+        match model.logits(&obs) {
+            Ok(logits) => {
+                let (slot, logp) = choose(&logits, rng.as_mut());
+                // A padded slot can win only if the network ignores the
+                // mask; fall back to the first real one.
+                let slot = if slot < obs.jobs.len() { slot } else { 0 };
+                let job = obs.jobs[slot];
+                steps.push(Step {
+                    features: obs.features,
+                    mask: obs.mask,
+                    action: slot as i64,
+                    logp,
+                });
+                job
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                d.queue[0]
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let metrics = Metrics::of(workload, &schedule, SimModel::Reference);
+    let per_user = metrics.per_user.iter().map(|u| u.avg_bounded_slowdown);
+    let score = match opts.score {
+        Score::Mean => per_user.clone().sum::<f64>() / metrics.per_user.len().max(1) as f64,
+        Score::Worst => per_user.fold(0.0, f64::max),
+        Score::Best => per_user.fold(f64::INFINITY, f64::min),
+    };
+    Ok(Trajectory {
+        window,
+        steps,
+        reward: -score as f32,
+        metrics,
+    })
+}
+
+/// Plays `opts.trajectories` episodes of `workload`, in parallel.
+pub fn rollout(
+    model: &Model,
+    workload: &Workload,
+    opts: &Options,
+) -> Result<Vec<Trajectory>, String> {
+    let windows = Window::samples(workload.jobs.len(), opts.len, opts.trajectories, opts.seed)?;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(windows.len().max(1));
+    let results: Vec<Vec<(usize, Result<Trajectory, ModelError>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let windows = &windows;
+                s.spawn(move || {
+                    (k..windows.len())
+                        .step_by(threads)
+                        .map(|i| {
+                            let rng = (!opts.greedy).then(|| {
+                                ChaCha8Rng::seed_from_u64(
+                                    opts.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                                )
+                            });
+                            (i, episode(model, workload, windows[i], opts, rng))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut all: Vec<(usize, Result<Trajectory, ModelError>)> =
+        results.into_iter().flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter()
+        .map(|(_, t)| t.map_err(|e| e.to_string()))
+        .collect()
+}
+
+fn npy<T: npyz::AutoSerialize + Copy>(
+    dir: &Path,
+    name: &str,
+    shape: &[u64],
+    data: impl IntoIterator<Item = T>,
+) -> io::Result<()> {
+    let file = BufWriter::new(File::create(dir.join(name))?);
+    let mut writer = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()?;
+    writer.extend(data)?;
+    writer.finish()
+}
+
+/// Writes the steps of `trajectories` to `dir` as NumPy arrays: `obs.npy`
+/// f32 `[T, 128, 9]`, `mask.npy` f32 `[T, 128]`, `action.npy` i64 `[T]`,
+/// `logp.npy` f32 `[T]`, `reward.npy` f32 `[T]` (the episode's reward on its
+/// last step, 0 elsewhere), `episode.npy` i32 `[T]`; and `episodes.json`,
+/// each episode's window, reward and metrics.
+pub fn write(dir: &Path, trajectories: &[Trajectory]) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let steps = || trajectories.iter().flat_map(|t| &t.steps);
+    let n = steps().count() as u64;
+    npy(
+        dir,
+        "obs.npy",
+        &[n, SLOTS as u64, FEATURES as u64],
+        steps().flat_map(|s| s.features.iter().copied()),
+    )?;
+    npy(
+        dir,
+        "mask.npy",
+        &[n, SLOTS as u64],
+        steps().flat_map(|s| s.mask.iter().copied()),
+    )?;
+    npy(dir, "action.npy", &[n], steps().map(|s| s.action))?;
+    npy(dir, "logp.npy", &[n], steps().map(|s| s.logp))?;
+    let rewards = trajectories.iter().flat_map(|t| {
+        let last = t.steps.len().saturating_sub(1);
+        (0..t.steps.len()).map(move |i| if i == last { t.reward } else { 0.0 })
+    });
+    npy(dir, "reward.npy", &[n], rewards)?;
+    let episodes = trajectories
+        .iter()
+        .enumerate()
+        .flat_map(|(e, t)| std::iter::repeat_n(e as i32, t.steps.len()));
+    npy(dir, "episode.npy", &[n], episodes)?;
+    let summary: Vec<serde_json::Value> = trajectories
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "window": t.window,
+                "steps": t.steps.len(),
+                "reward": t.reward,
+                "avg_bounded_slowdown": t.metrics.avg_bounded_slowdown,
+                "worst_user_bounded_slowdown": t.metrics.worst_user_bounded_slowdown,
+                "jain": t.metrics.jain,
+            })
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&summary).map_err(io::Error::other)?;
+    std::fs::write(dir.join("episodes.json"), text)
+}

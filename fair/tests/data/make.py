@@ -1,0 +1,41 @@
+"""Writes the test actor and NumPy's outputs for it (run from this folder):
+
+    python3 make.py      # needs numpy and onnx
+
+actor-test.onnx: the reference actor with seeded random weights.
+actor-test.json: 8 random observations and masks (some slots padded) and
+the logits NumPy computes for them, for tests/model.rs to compare with
+tract's. Bad files for the rejection tests: not-onnx.onnx, wrong-shape.onnx.
+"""
+
+import json
+import sys
+
+import numpy as np
+
+sys.path.insert(0, "../../trainer")
+import onnx_actor as actor  # noqa: E402
+
+layers = actor.random_weights(seed=7)
+import onnx  # noqa: E402
+
+onnx.save(actor.to_onnx(layers), "actor-test.onnx")
+rng = np.random.default_rng(11)
+cases = []
+for i in range(8):
+    obs = rng.uniform(0, 1, size=(1, 128, 9)).astype(np.float32)
+    real = int(rng.integers(1, 129))
+    mask = np.zeros((1, 128), dtype=np.float32)
+    mask[0, :real] = 1.0
+    logits = actor.forward(layers, obs, mask)
+    cases.append({"obs": obs.ravel().tolist(), "mask": mask.ravel().tolist(), "logits": logits.ravel().tolist()})
+json.dump(cases, open("actor-test.json", "w"))
+
+with open("not-onnx.onnx", "w") as f:
+    f.write("this is not a model\n")
+# A network over 8 features: the wrong input shape.
+bad = actor.SIZES
+actor.SIZES = [8, 4, 1]
+actor.FEATURES = 8
+small = actor.random_weights(seed=1)
+onnx.save(actor.to_onnx(small), "wrong-shape.onnx")

@@ -1,0 +1,191 @@
+//! The policy network in tract against NumPy, the mask, bad model files,
+//! and rollouts: deterministic per seed, and files that read back.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use slurp_fair::observe::Normalisers;
+use slurp_fair::rollout::{self, Options, Score, choose};
+use slurp_fair::{Model, ModelError, Observation, SLOTS};
+use slurp_sim::{Machine, Workload};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn norm() -> Normalisers {
+    Normalisers {
+        max_run: 1.0,
+        max_procs: 1.0,
+        max_mem: 1.0,
+        max_user: 1.0,
+        max_group: 1.0,
+        max_exe: 1.0,
+    }
+}
+
+fn actor() -> Model {
+    static ACTOR: std::sync::OnceLock<Model> = std::sync::OnceLock::new();
+    ACTOR
+        .get_or_init(|| {
+            Model::load(&data("actor-test.onnx"), Some(norm())).expect("the test actor loads")
+        })
+        .clone()
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    obs: Vec<f32>,
+    mask: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+#[test]
+fn tract_computes_what_numpy_computes_from_the_same_weights() {
+    let model = actor();
+    let cases: Vec<Case> =
+        serde_json::from_str(&std::fs::read_to_string(data("actor-test.json")).unwrap()).unwrap();
+    assert_eq!(cases.len(), 8);
+    for (i, case) in cases.iter().enumerate() {
+        let got = model
+            .logits(&Observation {
+                features: case.obs.clone(),
+                mask: case.mask.clone(),
+                jobs: Vec::new(),
+            })
+            .unwrap();
+        for (slot, (g, want)) in got.iter().zip(&case.logits).enumerate() {
+            // Real slots to float32 rounding; padded ones near -1e6, where
+            // one float32 step is 0.06.
+            let tolerance = if case.mask[slot] > 0.0 { 1e-5 } else { 0.5 };
+            assert!(
+                (g - want).abs() <= tolerance,
+                "case {i} slot {slot}: tract {g}, numpy {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_model_files_are_refused_with_the_reason() {
+    let err = |path: &Path, fallback| Model::load(path, fallback).unwrap_err();
+    assert!(matches!(
+        err(&data("missing.onnx"), Some(norm())),
+        ModelError::Unreadable { .. }
+    ));
+    assert!(matches!(
+        err(&data("not-onnx.onnx"), Some(norm())),
+        ModelError::Unreadable { .. }
+    ));
+    let shape = err(&data("wrong-shape.onnx"), Some(norm()));
+    assert!(matches!(shape, ModelError::Shape { .. }), "{shape}");
+    assert!(shape.to_string().contains("obs f32[1,128,9]"), "{shape}");
+    // No normalisers beside it and none given.
+    let none = err(&data("actor-test.onnx"), None);
+    assert!(none.to_string().contains("actor-test.onnx.json"), "{none}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the observation, neither the best slot nor a sampled one is
+    /// ever a padded slot.
+    #[test]
+    fn the_mask_never_lets_padding_win(real in 1usize..=SLOTS, seed in any::<u64>(), values in proptest::collection::vec(-3.0f32..3.0, SLOTS * 9)) {
+        let model = actor();
+        let mut mask = vec![0.0; SLOTS];
+        mask[..real].iter_mut().for_each(|m| *m = 1.0);
+        let logits = model.logits(&Observation { features: values, mask, jobs: Vec::new() }).unwrap();
+        prop_assert!(choose(&logits, None).0 < real);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..20 {
+            let (slot, logp) = choose(&logits, Some(&mut rng));
+            prop_assert!(slot < real);
+            prop_assert!(logp <= 0.0);
+        }
+    }
+}
+
+/// A busy stretch of lublin_256 (queues of dozens), so choices matter.
+fn busy() -> Workload {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/data/lublin256-2001-3024.swf");
+    let trace = slurp_trace::read(&path).unwrap();
+    Workload::new(&trace, Machine::of(&trace).unwrap())
+}
+
+fn options(seed: u64) -> Options {
+    Options {
+        trajectories: 6,
+        len: 64,
+        seed,
+        backfill: false,
+        score: Score::Worst,
+        greedy: false,
+    }
+}
+
+fn read_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    (npy.shape().to_vec(), npy.into_vec::<f32>().unwrap())
+}
+
+#[test]
+fn rollouts_are_deterministic_per_seed_and_read_back() {
+    let workload = busy();
+    let model = actor();
+    let a = rollout::rollout(&model, &workload, &options(5)).unwrap();
+    let b = rollout::rollout(&model, &workload, &options(5)).unwrap();
+    let c = rollout::rollout(&model, &workload, &options(6)).unwrap();
+    let actions = |t: &[rollout::Trajectory]| -> Vec<i64> {
+        t.iter()
+            .flat_map(|t| t.steps.iter().map(|s| s.action))
+            .collect()
+    };
+    assert_eq!(actions(&a), actions(&b), "same seed, same actions");
+    assert_ne!(actions(&a), actions(&c), "another seed, other episodes");
+    assert!(
+        actions(&a).iter().any(|&x| x > 0),
+        "the policy chose among several jobs"
+    );
+    // Without backfilling every job of an episode is started by a decision.
+    assert!(a.iter().all(|t| t.steps.len() == 64));
+    assert!(
+        a.iter().all(|t| t.reward <= -1.0),
+        "bounded slowdowns are at least 1"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    rollout::write(dir.path(), &a).unwrap();
+    let (shape, obs) = read_f32(&dir.path().join("obs.npy"));
+    assert_eq!(shape, [6 * 64, 128, 9]);
+    assert_eq!(&obs[..SLOTS * 9], &a[0].steps[0].features[..]);
+    let (_, rewards) = read_f32(&dir.path().join("reward.npy"));
+    assert_eq!(rewards[63], a[0].reward);
+    assert_eq!(rewards.iter().filter(|&&r| r != 0.0).count(), 6);
+    let bytes = std::fs::read(dir.path().join("action.npy")).unwrap();
+    let back: Vec<i64> = npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap();
+    assert_eq!(back, actions(&a));
+    // The same seed writes the same bytes.
+    let again = tempfile::tempdir().unwrap();
+    rollout::write(again.path(), &b).unwrap();
+    for name in [
+        "obs.npy",
+        "mask.npy",
+        "action.npy",
+        "logp.npy",
+        "reward.npy",
+        "episode.npy",
+    ] {
+        assert_eq!(
+            std::fs::read(dir.path().join(name)).unwrap(),
+            std::fs::read(again.path().join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}
