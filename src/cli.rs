@@ -139,6 +139,9 @@ enum Command {
     /// Replay a workload trace (SWF) under several policies on a virtual
     /// clock and compare waits, slowdowns, utilisation and fairness
     Sim(crate::sim::SimArgs),
+    /// The learned `fair` policy: rollouts for its trainer
+    #[command(subcommand)]
+    Policy(crate::policy::PolicyCommand),
     /// Show the resources this instance owns (detected, or as overridden)
     Resources {
         /// Print JSON instead of text
@@ -220,6 +223,7 @@ pub fn run() -> ExitCode {
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
         Some(Command::Sim(args)) => crate::sim::sim(&args),
+        Some(Command::Policy(command)) => crate::policy::policy(&command),
     };
     match result {
         Ok(code) => code,

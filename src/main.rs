@@ -2,6 +2,7 @@
 
 mod cli;
 mod console;
+mod policy;
 mod sim;
 
 /// Loading a large workflow makes millions of small, short-lived

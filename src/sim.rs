@@ -59,7 +59,11 @@ fn usage(message: impl std::fmt::Display) -> io::Result<ExitCode> {
 }
 
 pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
-    let policies: Vec<PolicyKind> = match args.policy.split(',').map(str::parse).collect() {
+    // `fair:MODEL.onnx[+easy]`: a learned policy, judged greedily in the
+    // reference model; the rest are the core's policies.
+    let (learned, heuristics): (Vec<&str>, Vec<&str>) =
+        args.policy.split(',').partition(|p| p.starts_with("fair"));
+    let policies: Vec<PolicyKind> = match heuristics.iter().map(|p| p.parse()).collect() {
         Ok(p) => p,
         Err(e) => return usage(e),
     };
@@ -121,7 +125,13 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
         Ok(w) => w,
         Err(e) => return usage(e),
     };
-    let results = slurp_sim::compare(&workload, &windows, &policies, model);
+    let mut results = slurp_sim::compare(&workload, &windows, &policies, model);
+    for name in learned {
+        match fair(name, &workload, &windows, model) {
+            Ok(result) => results.push(result),
+            Err(e) => return usage(e),
+        }
+    }
     if let Some(plot) = &args.plot {
         let title = format!(
             "{} — {}",
@@ -158,6 +168,40 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
         table(&mut out, args, &trace, &workload, model, &windows, &results)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A learned policy on every window: `fair:MODEL.onnx`, `+easy` to
+/// backfill (the reference's rule) while its choice waits.
+fn fair(
+    name: &str,
+    workload: &Workload,
+    windows: &[Window],
+    model: Model,
+) -> Result<PolicyResult, String> {
+    if model != Model::Reference {
+        return Err(format!(
+            "policy `{name}`: learned policies run in the reference model for now (--model reference)"
+        ));
+    }
+    let (spec, backfill) = match name.strip_suffix("+easy") {
+        Some(spec) => (spec, true),
+        None => (name, false),
+    };
+    let Some(path) = spec.strip_prefix("fair:") else {
+        return Err(format!(
+            "policy `{name}`: give the model, `fair:MODEL.onnx` (no model ships yet)"
+        ));
+    };
+    let net = slurp_fair::Model::load(Path::new(path), None).map_err(|e| e.to_string())?;
+    let runs = windows
+        .iter()
+        .map(|&w| {
+            slurp_fair::rollout::replay(&net, workload, w, backfill)
+                .map(|s| slurp_sim::Metrics::of(workload, &s, model))
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(PolicyResult::new(name.to_string(), runs))
 }
 
 fn windows(args: &SimArgs, jobs: usize) -> Result<Vec<Window>, String> {
@@ -254,7 +298,7 @@ fn table(
         .map(|r| {
             let s = &r.summary;
             [
-                r.policy.to_string(),
+                r.policy.clone(),
                 format!("{:.2}", s.avg_bounded_slowdown),
                 format!("{:.2}", s.worst_user_bounded_slowdown),
                 format!("{:.3}", s.jain),

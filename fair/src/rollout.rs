@@ -159,6 +159,35 @@ fn episode(
     })
 }
 
+/// The schedule the policy makes of `window`, taking its best slot at
+/// every decision (the deterministic way to judge a model).
+pub fn replay(
+    model: &Model,
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+) -> Result<slurp_sim::Schedule, ModelError> {
+    let mut users = Users::default();
+    let mut failure = None;
+    let schedule = run_choosing(workload, window, backfill, |d| {
+        let obs = observe(d, &model.normalisers, &mut users);
+        match model.logits(&obs) {
+            Ok(logits) => {
+                let (slot, _) = choose(&logits, None);
+                obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                d.queue[0]
+            }
+        }
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(schedule),
+    }
+}
+
 /// Plays `opts.trajectories` episodes of `workload`, in parallel.
 pub fn rollout(
     model: &Model,

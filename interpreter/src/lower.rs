@@ -32,6 +32,7 @@ use crate::report::{Located, Sources};
 pub const SUBCOMMANDS: &[&str] = &[
     "check",
     "sim",
+    "policy",
     "jobspec",
     "run",
     "resume",

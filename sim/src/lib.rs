@@ -125,16 +125,23 @@ pub fn simulate(workload: &Workload, window: Window, policy: PolicyKind, model: 
 /// One policy's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyResult {
-    #[serde(serialize_with = "as_string")]
-    pub policy: PolicyKind,
+    /// The policy's name (`easy`, `sjf+easy`, `fair:MODEL.onnx`, …).
+    pub policy: String,
     /// Averages over the windows.
     pub summary: Summary,
     /// Each window's figures, in window order.
     pub windows: Vec<Metrics>,
 }
 
-fn as_string<S: serde::Serializer>(p: &PolicyKind, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(p)
+impl PolicyResult {
+    /// The result of `runs`, one per window.
+    pub fn new(policy: String, runs: Vec<Metrics>) -> Self {
+        PolicyResult {
+            policy,
+            summary: Summary::of(&runs),
+            windows: runs,
+        }
+    }
 }
 
 /// Every policy on every window; policies run in parallel.
@@ -149,11 +156,7 @@ pub fn compare(
             .iter()
             .map(|&w| Metrics::of(workload, &simulate(workload, w, policy, model), model))
             .collect();
-        PolicyResult {
-            policy,
-            summary: Summary::of(&runs),
-            windows: runs,
-        }
+        PolicyResult::new(policy.to_string(), runs)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || policies.len() < 2 {

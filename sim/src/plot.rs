@@ -43,7 +43,7 @@ fn draw(
 ) -> Result<(), Failure> {
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 24))?;
-    let names: Vec<String> = results.iter().map(|r| r.policy.to_string()).collect();
+    let names: Vec<String> = results.iter().map(|r| r.policy.clone()).collect();
     for (area, (caption, value)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
         let values: Vec<f64> = results.iter().map(value).collect();
         let top = values

@@ -1,0 +1,200 @@
+"""PPO trainer for slurp's `fair` policy (RL-SPEC.md), on CUDA when present.
+
+Each epoch: export the actor to ONNX (slurp's policy contract, built by
+onnx_actor.py from the actor's weights), let `slurp policy rollout` play
+`--trajectories` episodes of the trace with it (Rust, all cores), then update
+actor and critic on the recorded decisions. A learning curve is appended to
+OUT/curve.csv; OUT/model-LAST.onnx (+ .json normalisers) is the latest actor.
+
+    python3 fair/trainer/train.py --trace NASA-iPSC-1993-3.1-cln.swf \
+        --epochs 50 --out runs/nasa --slurp target/release/slurp
+
+Reference hyper-parameters: gamma 1, lambda 0.97, clip 0.2, Adam (pi 3e-4,
+V 1e-3), 80 pi and 80 V iterations per epoch with early stop when the KL
+passes 1.5 x 0.01, normalised advantages, 100 trajectories per epoch.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_actor  # noqa: E402
+
+SLOTS, FEATURES = onnx_actor.SLOTS, onnx_actor.FEATURES
+
+
+def slot_mlp():
+    """9 -> 32 -> 16 -> 8 -> 1 with ReLU, applied to every slot."""
+    return nn.Sequential(
+        nn.Linear(FEATURES, 32), nn.ReLU(),
+        nn.Linear(32, 16), nn.ReLU(),
+        nn.Linear(16, 8), nn.ReLU(),
+        nn.Linear(8, 1),
+    )
+
+
+class Actor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp = slot_mlp()
+
+    def forward(self, obs, mask):
+        return self.mlp(obs).squeeze(-1) + (mask - 1.0) * 1e6
+
+    def layers(self):
+        """The weights as onnx_actor's (W, b) list."""
+        linears = [m for m in self.mlp if isinstance(m, nn.Linear)]
+        return [
+            (lin.weight.detach().cpu().numpy().T.copy(), lin.bias.detach().cpu().numpy().copy())
+            for lin in linears
+        ]
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.slot = slot_mlp()
+        self.head = nn.Sequential(
+            nn.Linear(SLOTS, 64), nn.ReLU(),
+            nn.Linear(64, 32), nn.ReLU(),
+            nn.Linear(32, 8), nn.ReLU(),
+            nn.Linear(8, 1),
+        )
+
+    def forward(self, obs):
+        return self.head(self.slot(obs).squeeze(-1)).squeeze(-1)
+
+
+def export(actor, path, normalisers):
+    onnx.save(onnx_actor.to_onnx(actor.layers()), path)
+    if normalisers:
+        shutil.copyfile(normalisers, path + ".json")
+
+
+def advantages(rewards, values, episodes, lam):
+    """GAE with gamma = 1 within each episode; the value after its last step is 0."""
+    adv = np.zeros_like(rewards)
+    last = 0.0
+    for t in reversed(range(len(rewards))):
+        end = t == len(rewards) - 1 or episodes[t + 1] != episodes[t]
+        next_value = 0.0 if end else values[t + 1]
+        if end:
+            last = 0.0
+        delta = rewards[t] + next_value - values[t]
+        last = delta + lam * last
+        adv[t] = last
+    return adv
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--slurp", default="slurp", help="the slurp binary")
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--trajectories", type=int, default=100)
+    ap.add_argument("--len", type=int, default=128, help="jobs per episode")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backfill", action="store_true")
+    ap.add_argument("--score", default="worst", choices=["worst", "mean", "best"])
+    ap.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    ap.add_argument("--pi-iters", type=int, default=80)
+    ap.add_argument("--v-iters", type=int, default=80)
+    ap.add_argument("--max-seconds", type=float, default=None, help="stop after the epoch that passes this")
+    args = ap.parse_args()
+
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if args.device == "auto" else args.device))
+    torch.manual_seed(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    actor, critic = Actor().to(device), Critic().to(device)
+    pi_opt = torch.optim.Adam(actor.parameters(), lr=3e-4)
+    v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    rollout_dir = os.path.join(args.out, "rollout")
+    normalisers = None
+    curve_path = os.path.join(args.out, "curve.csv")
+    new_curve = not os.path.exists(curve_path)
+    with open(curve_path, "a", newline="") as curve_file:
+        curve = csv.writer(curve_file)
+        if new_curve:
+            curve.writerow(["epoch", "reward", "avg_bsld", "worst_user_bsld", "jain", "pi_iters",
+                            "kl", "rollout_s", "update_s", "epoch_s", "device"])
+        began = time.perf_counter()
+        for epoch in range(args.epochs):
+            if args.max_seconds is not None and time.perf_counter() - began > args.max_seconds:
+                break
+            started = time.perf_counter()
+            model = os.path.join(args.out, "model-LAST.onnx")
+            export(actor, model, normalisers)
+            cmd = [args.slurp, "policy", "rollout", "--model", model, "--trace", args.trace,
+                   "--trajectories", str(args.trajectories), "--seed", str(args.seed * 100_003 + epoch),
+                   "--out", rollout_dir, "--len", str(args.len), "--score", args.score]
+            if args.backfill:
+                cmd.append("--backfill")
+            subprocess.run(cmd, check=True)
+            normalisers = os.path.join(rollout_dir, "normalisers.json")
+            rolled = time.perf_counter()
+
+            load = lambda name: np.load(os.path.join(rollout_dir, name))  # noqa: E731
+            obs = torch.as_tensor(load("obs.npy"), device=device)
+            mask = torch.as_tensor(load("mask.npy"), device=device)
+            act = torch.as_tensor(load("action.npy"), device=device)
+            logp_old = torch.as_tensor(load("logp.npy"), device=device)
+            rewards, episodes = load("reward.npy"), load("episode.npy")
+            with torch.no_grad():
+                values = critic(obs).cpu().numpy()
+            adv = advantages(rewards, values, episodes, lam=0.97)
+            ret = torch.as_tensor(adv + values, device=device)
+            adv = torch.as_tensor((adv - adv.mean()) / (adv.std() + 1e-8), device=device)
+
+            kl, done_iters = 0.0, 0
+            for i in range(args.pi_iters):
+                logits = actor(obs, mask)
+                logp_all = torch.log_softmax(logits, dim=-1)
+                logp = logp_all.gather(1, act.unsqueeze(1)).squeeze(1)
+                ratio = torch.exp(logp - logp_old)
+                clipped = torch.clamp(ratio, 0.8, 1.2) * adv
+                loss = -torch.min(ratio * adv, clipped).mean()
+                kl = (logp_old - logp).mean().item()
+                if kl > 1.5 * 0.01:
+                    break
+                pi_opt.zero_grad()
+                loss.backward()
+                pi_opt.step()
+                done_iters = i + 1
+            for _ in range(args.v_iters):
+                v_loss = ((critic(obs) - ret) ** 2).mean()
+                v_opt.zero_grad()
+                v_loss.backward()
+                v_opt.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            finished = time.perf_counter()
+
+            eps = json.load(open(os.path.join(rollout_dir, "episodes.json")))
+            mean = lambda key: float(np.mean([e[key] for e in eps]))  # noqa: E731
+            row = [epoch, mean("reward"), mean("avg_bounded_slowdown"), mean("worst_user_bounded_slowdown"),
+                   mean("jain"), done_iters, kl, rolled - started, finished - rolled, finished - started,
+                   device.type]
+            curve.writerow(row)
+            curve_file.flush()
+            print("epoch {} reward {:.3f} bsld {:.2f} worst-user {:.2f} jain {:.3f} pi-iters {} "
+                  "rollout {:.2f}s update {:.2f}s on {}".format(epoch, row[1], row[2], row[3], row[4],
+                                                               done_iters, row[7], row[8], device.type),
+                  flush=True)
+    export(actor, os.path.join(args.out, "model-LAST.onnx"), normalisers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+//! `slurp policy rollout` and learned policies in `slurp sim`, end to end
+//! with the test actor (fair/tests/data, made by make.py with NumPy).
+
+mod common;
+use common::{Test, repo};
+
+fn actor() -> Vec<u8> {
+    std::fs::read(repo().join("fair/tests/data/actor-test.onnx")).unwrap()
+}
+
+fn busy_trace() -> Vec<u8> {
+    std::fs::read(repo().join("sim/tests/data/lublin256-2001-3024.swf")).unwrap()
+}
+
+#[test]
+fn rollout_writes_arrays_and_the_normalisers_it_used() {
+    let test = Test::new()
+        .file("a.onnx", actor())
+        .file("t.swf", busy_trace())
+        .args(&[
+            "policy",
+            "rollout",
+            "--model",
+            "a.onnx",
+            "--trace",
+            "t.swf",
+            "--trajectories",
+            "3",
+            "--len",
+            "32",
+            "--seed",
+            "9",
+            "--out",
+            "out",
+        ]);
+    test.run()
+        .success()
+        .stderr_has(&["3 episodes, 96 decisions", "(normalisers from the trace)"]);
+    for name in [
+        "obs.npy",
+        "mask.npy",
+        "action.npy",
+        "logp.npy",
+        "reward.npy",
+        "episode.npy",
+        "episodes.json",
+    ] {
+        assert!(test.path().join("out").join(name).is_file(), "no {name}");
+    }
+    let norm: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(test.path().join("out/normalisers.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(norm["max_procs"], 256.0, "lublin_256's machine");
+    let episodes: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(test.path().join("out/episodes.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(episodes.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_learned_policy_is_judged_beside_the_heuristics() {
+    let norm = r#"{"max_run":162754.0,"max_procs":256.0,"max_mem":0.0,"max_user":1.0,"max_group":1.0,"max_exe":1.0}"#;
+    let run = Test::new()
+        .file("a.onnx", actor())
+        .file("a.onnx.json", norm)
+        .file("t.swf", busy_trace())
+        .args(&[
+            "sim",
+            "t.swf",
+            "--model",
+            "reference",
+            "--window",
+            "0:200",
+            "--policy",
+            "fcfs,fair:a.onnx",
+            "--json",
+        ])
+        .run()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fcfs", "fair:a.onnx"]);
+    assert_eq!(doc["policies"][1]["windows"][0]["jobs"], 200);
+    // Learned policies need the reference model, and a model file.
+    Test::new()
+        .file("t.swf", busy_trace())
+        .args(&["sim", "t.swf", "--policy", "fair:a.onnx"])
+        .run()
+        .invalid()
+        .stderr_has(&["learned policies run in the reference model"]);
+    Test::new()
+        .file("a.onnx", actor())
+        .file("t.swf", busy_trace())
+        .args(&[
+            "sim",
+            "t.swf",
+            "--model",
+            "reference",
+            "--policy",
+            "fair:a.onnx",
+        ])
+        .run()
+        .invalid()
+        .stderr_has(&["a.onnx.json", "missing"]);
+}
