@@ -36,15 +36,7 @@ fn rollout_writes_arrays_and_the_normalisers_it_used() {
     test.run()
         .success()
         .stderr_has(&["3 episodes, 96 decisions", "(normalisers from the trace)"]);
-    for name in [
-        "obs.npy",
-        "mask.npy",
-        "action.npy",
-        "logp.npy",
-        "reward.npy",
-        "episode.npy",
-        "episodes.json",
-    ] {
+    for name in slurp_fair::rollout::ARRAYS.iter().chain(&["episodes.json"]) {
         assert!(test.path().join("out").join(name).is_file(), "no {name}");
     }
     let norm: serde_json::Value = serde_json::from_str(

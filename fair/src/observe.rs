@@ -172,3 +172,113 @@ pub fn observe(d: &Decision<'_>, norm: &Normalisers, users: &mut Users) -> Obser
         jobs,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurp_sim::{Machine, SimJob};
+
+    fn job(submit: u64, estimate: u64, procs: u32, user: i64) -> SimJob {
+        SimJob {
+            id: 0,
+            submit,
+            run: estimate,
+            estimate,
+            procs,
+            user,
+            group: 1,
+            exe: -1,
+            mem: -1,
+        }
+    }
+
+    const NORM: Normalisers = Normalisers {
+        max_run: 1000.0,
+        max_procs: 8.0,
+        max_mem: 0.0,
+        max_user: 4.0,
+        max_group: 2.0,
+        max_exe: 0.0,
+    };
+
+    #[test]
+    fn few_jobs_are_shown_in_submit_order_with_their_features_then_padding() {
+        // Job 0 started at 10 after waiting 10 s (bsld (10+100)/100 = 1.1,
+        // user 1's mean; the largest); jobs 2 and 1 wait, in that queue order.
+        let jobs = [job(0, 100, 8, 1), job(5, 500, 2, 1), job(3, 1000, 4, 2)];
+        let mut queue = vec![2, 1];
+        let d = Decision {
+            now: 20,
+            jobs: &jobs,
+            machine: Machine {
+                nodes: 8,
+                procs_per_node: 1,
+            },
+            free_nodes: 3,
+            queue: &mut queue,
+            started: &[0],
+            starts: &[10, 0, 0],
+        };
+        let obs = observe(&d, &NORM, &mut Users::default());
+        assert_eq!(
+            obs.jobs,
+            [2, 1],
+            "submit order: job 2 came at 3, job 1 at 5"
+        );
+        let row = |slot: usize| &obs.features[slot * FEATURES..(slot + 1) * FEATURES];
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+        // Job 2: waited 17 s, estimate 1000 (clipped), 4 of 8 procs, no mem,
+        // user 2 of 4, group 1 of 2, no exe, user without started jobs, does
+        // not fit in 3 nodes.
+        assert!(
+            close(
+                row(0),
+                &[17.0 / 43200.0, TOP, 0.5, TOP, 0.5, 0.5, TOP, TOP, 1e-5]
+            ),
+            "{:?}",
+            row(0)
+        );
+        // Job 1: user 1 has the largest mean: user_info 0; fits.
+        assert!(
+            close(
+                row(1),
+                &[15.0 / 43200.0, 0.5, 0.25, TOP, 0.25, 0.5, TOP, 0.0, TOP]
+            ),
+            "{:?}",
+            row(1)
+        );
+        assert_eq!(&obs.mask[..3], &[1.0, 1.0, 0.0]);
+        assert_eq!(row(2), &PADDING);
+        assert_eq!(obs.features.len(), SLOTS * FEATURES);
+    }
+
+    #[test]
+    fn many_jobs_alternate_shortest_and_narrowest_without_repeats() {
+        // 200 jobs: estimates fall with the index, widths rise with it.
+        let jobs: Vec<SimJob> = (0..200)
+            .map(|i| job(i, 1000 - i, 1 + i as u32, 0))
+            .collect();
+        let mut queue: Vec<u32> = (0..200).collect();
+        let d = Decision {
+            now: 500,
+            jobs: &jobs,
+            machine: Machine {
+                nodes: 256,
+                procs_per_node: 1,
+            },
+            free_nodes: 256,
+            queue: &mut queue,
+            started: &[],
+            starts: &[0; 200],
+        };
+        let obs = observe(&d, &NORM, &mut Users::default());
+        assert_eq!(obs.jobs.len(), SLOTS);
+        // Shortest first is 199, 198, …; narrowest first is 0, 1, ….
+        assert_eq!(&obs.jobs[..6], &[199, 0, 198, 1, 197, 2]);
+        let mut unique = obs.jobs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), SLOTS);
+        assert!(obs.mask.iter().all(|&m| m == 1.0));
+    }
+}

@@ -230,6 +230,16 @@ pub fn rollout(
         .collect()
 }
 
+/// The arrays [`write`] makes, in that order.
+pub const ARRAYS: [&str; 6] = [
+    "obs.npy",
+    "mask.npy",
+    "action.npy",
+    "logp.npy",
+    "reward.npy",
+    "episode.npy",
+];
+
 fn npy<T: npyz::AutoSerialize + Copy>(
     dir: &Path,
     name: &str,

@@ -174,14 +174,7 @@ fn rollouts_are_deterministic_per_seed_and_read_back() {
     // The same seed writes the same bytes.
     let again = tempfile::tempdir().unwrap();
     rollout::write(again.path(), &b).unwrap();
-    for name in [
-        "obs.npy",
-        "mask.npy",
-        "action.npy",
-        "logp.npy",
-        "reward.npy",
-        "episode.npy",
-    ] {
+    for name in rollout::ARRAYS {
         assert_eq!(
             std::fs::read(dir.path().join(name)).unwrap(),
             std::fs::read(again.path().join(name)).unwrap(),
