@@ -49,6 +49,10 @@ pub struct RolloutArgs {
     /// Take the best slot instead of sampling
     #[arg(long)]
     greedy: bool,
+    /// Only windows where FCFS reaches this average bounded slowdown
+    /// (most windows of a real trace never queue)
+    #[arg(long, value_name = "X", default_value_t = 0.0)]
+    min_bsld: f64,
 }
 
 fn usage(message: impl std::fmt::Display) -> ExitCode {
@@ -87,6 +91,7 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         backfill: args.backfill,
         score,
         greedy: args.greedy,
+        min_bsld: args.min_bsld,
     };
     let started = std::time::Instant::now();
     let trajectories = match rollout::rollout(&model, &workload, &opts) {

@@ -111,9 +111,16 @@ fn scaled(value: f64, max: f64) -> f32 {
 /// The slots: every waiting job in submit order when they fit, else the
 /// two sorted views interleaved.
 fn slots(d: &Decision<'_>) -> Vec<u32> {
+    // The first SLOTS of the queue in an order: a selection, then a sort
+    // of those only (queues run to thousands of jobs).
     let by = |key: fn(&slurp_sim::SimJob) -> (u64, u64)| {
         let mut q: Vec<u32> = d.queue.clone();
-        q.sort_by_key(|&j| (key(&d.jobs[j as usize]), j));
+        let rank = |&j: &u32| (key(&d.jobs[j as usize]), j);
+        if q.len() > SLOTS {
+            q.select_nth_unstable_by_key(SLOTS, rank);
+            q.truncate(SLOTS);
+        }
+        q.sort_unstable_by_key(rank);
         q
     };
     if d.queue.len() <= SLOTS {

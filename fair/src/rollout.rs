@@ -61,6 +61,10 @@ pub struct Options {
     pub score: Score,
     /// Take the best slot instead of sampling.
     pub greedy: bool,
+    /// Only windows where FCFS (reference model, no backfilling) reaches
+    /// at least this average bounded slowdown: most windows of a real
+    /// trace never queue, and a decision among one job teaches nothing.
+    pub min_bsld: f64,
 }
 
 /// One decision.
@@ -188,13 +192,47 @@ pub fn replay(
     }
 }
 
+/// `opts.trajectories` windows drawn as the reference draws them, keeping
+/// those where FCFS reaches `opts.min_bsld` (all when it is 1 or less).
+pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, String> {
+    if opts.min_bsld <= 1.0 {
+        return Window::samples(workload.jobs.len(), opts.len, opts.trajectories, opts.seed);
+    }
+    // Draw in rounds from a seed sequence; give up after 100 rounds' worth.
+    let mut kept = Vec::with_capacity(opts.trajectories);
+    for round in 0..100u64 {
+        let seed = opts
+            .seed
+            .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        for w in Window::samples(workload.jobs.len(), opts.len, opts.trajectories, seed)? {
+            let fcfs =
+                slurp_sim::reference::run(workload, w, slurp_runtime::core::Order::Fcfs, false);
+            if Metrics::of(workload, &fcfs, SimModel::Reference).avg_bounded_slowdown
+                >= opts.min_bsld
+            {
+                kept.push(w);
+                if kept.len() == opts.trajectories {
+                    return Ok(kept);
+                }
+            }
+        }
+    }
+    Err(format!(
+        "fewer than {} windows of {} jobs reach an FCFS bounded slowdown of {} (found {})",
+        opts.trajectories,
+        opts.len,
+        opts.min_bsld,
+        kept.len()
+    ))
+}
+
 /// Plays `opts.trajectories` episodes of `workload`, in parallel.
 pub fn rollout(
     model: &Model,
     workload: &Workload,
     opts: &Options,
 ) -> Result<Vec<Trajectory>, String> {
-    let windows = Window::samples(workload.jobs.len(), opts.len, opts.trajectories, opts.seed)?;
+    let windows = busy_windows(workload, opts)?;
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(windows.len().max(1));

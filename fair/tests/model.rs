@@ -126,7 +126,42 @@ fn options(seed: u64) -> Options {
         backfill: false,
         score: Score::Worst,
         greedy: false,
+        min_bsld: 0.0,
     }
+}
+
+#[test]
+fn busy_windows_are_the_ones_where_fcfs_queues() {
+    let workload = busy();
+    let opts = Options {
+        min_bsld: 5.0,
+        ..options(3)
+    };
+    let windows = rollout::busy_windows(&workload, &opts).unwrap();
+    assert_eq!(windows.len(), 6);
+    for w in &windows {
+        let s = slurp_sim::reference::run(&workload, *w, slurp_runtime::core::Order::Fcfs, false);
+        let m = slurp_sim::Metrics::of(&workload, &s, slurp_sim::Model::Reference);
+        assert!(
+            m.avg_bounded_slowdown >= 5.0,
+            "{w}: {}",
+            m.avg_bounded_slowdown
+        );
+    }
+    assert_eq!(
+        windows,
+        rollout::busy_windows(&workload, &opts).unwrap(),
+        "seeded"
+    );
+    let impossible = Options {
+        min_bsld: 1e12,
+        ..options(3)
+    };
+    assert!(
+        rollout::busy_windows(&workload, &impossible)
+            .unwrap_err()
+            .contains("fewer than 6 windows")
+    );
 }
 
 fn read_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {

@@ -111,6 +111,9 @@ def main():
     ap.add_argument("--device", default="auto", help="auto, cpu or cuda")
     ap.add_argument("--pi-iters", type=int, default=80)
     ap.add_argument("--v-iters", type=int, default=80)
+    ap.add_argument("--min-bsld", type=float, default=0.0,
+                    help="train on windows where FCFS reaches this average bounded slowdown")
+    ap.add_argument("--lr", type=float, default=3e-4, help="the actor's learning rate")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop after the epoch that passes this")
     args = ap.parse_args()
 
@@ -119,7 +122,7 @@ def main():
     torch.manual_seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
     actor, critic = Actor().to(device), Critic().to(device)
-    pi_opt = torch.optim.Adam(actor.parameters(), lr=3e-4)
+    pi_opt = torch.optim.Adam(actor.parameters(), lr=args.lr)
     v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
     rollout_dir = os.path.join(args.out, "rollout")
     normalisers = None
@@ -139,7 +142,8 @@ def main():
             export(actor, model, normalisers)
             cmd = [args.slurp, "policy", "rollout", "--model", model, "--trace", args.trace,
                    "--trajectories", str(args.trajectories), "--seed", str(args.seed * 100_003 + epoch),
-                   "--out", rollout_dir, "--len", str(args.len), "--score", args.score]
+                   "--out", rollout_dir, "--len", str(args.len), "--score", args.score,
+                   "--min-bsld", str(args.min_bsld)]
             if args.backfill:
                 cmd.append("--backfill")
             subprocess.run(cmd, check=True)
