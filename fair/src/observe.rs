@@ -16,7 +16,7 @@
 //!
 //! Padding rows are `[0, 1, 1, 1, 1, 1, 1, 1, 0]` with mask 0.
 
-use std::collections::HashMap;
+use fnv::FnvHashMap;
 
 use serde::{Deserialize, Serialize};
 use slurp_sim::Workload;
@@ -74,11 +74,16 @@ pub struct Observation {
 #[derive(Debug, Default)]
 pub struct Users {
     seen: usize,
-    scores: HashMap<i64, (f64, u32)>,
+    scores: FnvHashMap<i64, (f64, u32)>,
+    /// The largest per-user mean, kept with the scores.
+    largest: f64,
 }
 
 impl Users {
     fn update(&mut self, d: &Decision<'_>) {
+        if d.started.len() == self.seen {
+            return;
+        }
         for &j in &d.started[self.seen..] {
             let job = &d.jobs[j as usize];
             let wait = d.starts[j as usize] - job.submit.min(d.starts[j as usize]);
@@ -87,6 +92,12 @@ impl Users {
             score.1 += 1;
         }
         self.seen = d.started.len();
+        // A mean can fall as well as rise: recompute over the users.
+        self.largest = self
+            .scores
+            .values()
+            .map(|&(sum, n)| sum / n as f64)
+            .fold(0.0, f64::max);
     }
 
     fn mean(&self, user: i64) -> Option<f64> {
@@ -94,10 +105,7 @@ impl Users {
     }
 
     fn largest_mean(&self) -> f64 {
-        self.scores
-            .values()
-            .map(|&(sum, n)| sum / n as f64)
-            .fold(0.0, f64::max)
+        self.largest
     }
 }
 

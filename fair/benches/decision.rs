@@ -1,0 +1,75 @@
+//! One decision of the learned policy: build the observation, run the
+//! network in tract, pick the slot — with 128 jobs queued (every slot
+//! real) and with 5,000 (the slots chosen from a deep queue).
+//!
+//!     cargo bench -p slurp-fair --bench decision
+
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use slurp_fair::Model;
+use slurp_fair::observe::{Normalisers, Users, observe};
+use slurp_fair::rollout::choose;
+use slurp_sim::reference::Decision;
+use slurp_sim::{Machine, SimJob};
+
+fn decisions(c: &mut Criterion) {
+    let norm = Normalisers {
+        max_run: 100_000.0,
+        max_procs: 256.0,
+        max_mem: 0.0,
+        max_user: 50.0,
+        max_group: 10.0,
+        max_exe: 0.0,
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/actor-test.onnx");
+    let model = Model::load(&path, Some(norm)).expect("the test actor loads");
+    let jobs: Vec<SimJob> = (0..5000u64)
+        .map(|i| SimJob {
+            id: i as i64,
+            submit: i * 7,
+            run: 60 + (i * 7919) % 20_000,
+            estimate: 60 + (i * 7919) % 20_000,
+            procs: 1 + (i * 31 % 64) as u32,
+            user: (i % 50) as i64,
+            group: (i % 10) as i64,
+            exe: -1,
+            mem: -1,
+        })
+        .collect();
+    let started: Vec<u32> = (0..200).collect();
+    let starts: Vec<u64> = (0..5000).map(|i| i * 7 + 30).collect();
+    let mut group = c.benchmark_group("fair decision");
+    for queued in [128usize, 5000] {
+        let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
+        // As in an episode: users' scores are kept up to date incrementally.
+        let mut users = Users::default();
+        group.bench_function(format!("{queued} queued"), |b| {
+            b.iter(|| {
+                let d = Decision {
+                    now: 40_000,
+                    jobs: &jobs,
+                    machine: Machine {
+                        nodes: 256,
+                        procs_per_node: 1,
+                    },
+                    free_nodes: 17,
+                    queue: &mut queue,
+                    started: &started,
+                    starts: &starts,
+                };
+                let obs = observe(&d, &model.normalisers, &mut users);
+                let logits = model.logits(&obs).expect("runs");
+                std::hint::black_box(choose(&logits, None))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30);
+    targets = decisions
+}
+criterion_main!(benches);
