@@ -181,7 +181,8 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
 
 /// Replays `window` of `workload` with the reference model, `choose`
 /// picking the job to start (or wait for) at each decision — a heuristic,
-/// or a learned policy.
+/// or a learned policy. `choose` must answer a job of `Decision::queue`
+/// (anything else is a bug in the chooser and panics).
 pub fn run_choosing(
     workload: &Workload,
     window: Window,

@@ -96,16 +96,15 @@ impl Classes {
         Self::walk(&self.by_limit, fit, after, upto, depth, budget)
     }
 
-    /// Up to `depth` tasks that `fit`, queued after `after` (from the first
-    /// without), in queue order.
+    /// Up to `depth` tasks that `fit`, queued after `after`, in queue order.
     pub(super) fn in_order(
         &self,
         fit: Fit<'_>,
-        after: Option<(u64, u32)>,
+        after: (u64, u32),
         depth: usize,
         budget: &mut usize,
     ) -> Vec<u32> {
-        Self::walk(&self.by_order, fit, after, Unbounded, depth, budget)
+        Self::walk(&self.by_order, fit, Some(after), Unbounded, depth, budget)
     }
 
     /// Merges the eligible classes of one index between `after` and `upto`.
@@ -231,24 +230,24 @@ mod tests {
         // 2 free: the class of 3–4 cores is not looked at; queue order
         // after task 0.
         assert_eq!(
-            c.in_order(fit(&cores, 2, u32::MAX), Some((0, 0)), 10, &mut 100),
+            c.in_order(fit(&cores, 2, u32::MAX), (0, 0), 10, &mut 100),
             [2, 4]
         );
         assert_eq!(
-            c.in_order(fit(&cores, 100, u32::MAX), Some((0, 0)), 2, &mut 100),
+            c.in_order(fit(&cores, 100, u32::MAX), (0, 0), 2, &mut 100),
             [1, 2]
         );
         // The budget bounds what is looked at, kept or not.
         let mut budget = 1;
         assert_eq!(
-            c.in_order(fit(&cores, 2, u32::MAX), Some((0, 0)), 10, &mut budget),
+            c.in_order(fit(&cores, 2, u32::MAX), (0, 0), 10, &mut budget),
             [2]
         );
         assert_eq!(budget, 0);
         // 3 free: task 3 (3 cores) is in the 3–4 class and kept; with a
         // 3-core limit a 4-core task there would be looked at and dropped.
         assert_eq!(
-            c.in_order(fit(&cores, 3, u32::MAX), Some((0, 0)), 10, &mut 100),
+            c.in_order(fit(&cores, 3, u32::MAX), (0, 0), 10, &mut 100),
             [2, 3, 4]
         );
         let mut some = c.small_enough(
@@ -266,7 +265,7 @@ mod tests {
         c.remove(1, 20, 4, 4);
         assert_eq!(c.least_cores(), Some(2));
         assert_eq!(
-            c.in_order(fit(&cores, 100, u32::MAX), Some((0, 0)), 10, &mut 100),
+            c.in_order(fit(&cores, 100, u32::MAX), (0, 0), 10, &mut 100),
             [1, 2, 3, 5]
         );
         c.clear();

@@ -386,7 +386,7 @@ fn easy(core: &mut Core, now: Time) {
                     free: room,
                     skip: head,
                 },
-                Some(after),
+                after,
                 BATCH.min(left),
                 &mut budget,
             );
