@@ -136,6 +136,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a run's report (default: the latest run) as one self-contained
+    /// HTML file: Gantt chart of every task on the cores and GPUs it held,
+    /// utilisation over time, a sortable table of tasks, the summary
+    Report {
+        /// A run id as `slurp runs` lists it, or a unique prefix of one
+        run: Option<String>,
+        /// Where to write it
+        #[arg(short, long, value_name = "FILE.html", default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Replay a workload trace (SWF) under several policies on a virtual
     /// clock and compare waits, slowdowns, utilisation and fairness
     Sim(crate::sim::SimArgs),
@@ -222,6 +232,7 @@ pub fn run() -> ExitCode {
         Some(Command::Log { task, run }) => crate::console::log(&task, run.as_deref()),
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
+        Some(Command::Report { run, output }) => crate::report::report(run.as_deref(), &output),
         Some(Command::Sim(args)) => crate::sim::sim(&args),
         Some(Command::Policy(command)) => crate::policy::policy(&command),
     };

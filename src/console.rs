@@ -386,7 +386,7 @@ pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
 
 /// The run `slurp status`/`log` look at, or the exit code after saying why
 /// there is none.
-fn chosen_run(run: Option<&str>) -> io::Result<Result<std::path::PathBuf, ExitCode>> {
+pub fn chosen_run(run: Option<&str>) -> io::Result<Result<std::path::PathBuf, ExitCode>> {
     let store = match store()? {
         Ok(store) => store,
         Err(why) => {

@@ -3,6 +3,7 @@
 mod cli;
 mod console;
 mod policy;
+mod report;
 mod sim;
 
 /// Loading a large workflow makes millions of small, short-lived

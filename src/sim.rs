@@ -45,6 +45,10 @@ pub struct SimArgs {
     /// Also draw the comparison as an SVG chart
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Also write an HTML report: the figures per policy and each policy's
+    /// schedule of the first window (Gantt chart, utilisation, job table)
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     /// Nodes of the machine (default: the trace's `MaxNodes`)
     #[arg(long, value_name = "N")]
     nodes: Option<u32>,
@@ -126,10 +130,33 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
         Err(e) => return usage(e),
     };
     let mut results = slurp_sim::compare(&workload, &windows, &policies, model);
+    // The first window's schedule under each policy, for the report.
+    let mut schedules: Vec<slurp_sim::Schedule> = match &args.report {
+        Some(_) => policies
+            .iter()
+            .map(|&p| slurp_sim::simulate(&workload, windows[0], p, model))
+            .collect(),
+        None => Vec::new(),
+    };
     for name in learned {
         match fair(name, &workload, &windows, model) {
-            Ok(result) => results.push(result),
+            Ok((result, first)) => {
+                results.push(result);
+                schedules.push(first);
+            }
             Err(e) => return usage(e),
+        }
+    }
+    if let Some(path) = &args.report {
+        let title = format!(
+            "slurp sim {} — {}",
+            file_name(&args.trace),
+            describe_windows(&windows)
+        );
+        let page = crate::report::sim_page(title, &workload, model, &results, &schedules);
+        if let Err(e) = crate::report::write_page(path, &page) {
+            eprintln!("error: {}: {e}", path.display());
+            return Ok(ExitCode::from(1));
         }
     }
     if let Some(plot) = &args.plot {
@@ -177,7 +204,7 @@ fn fair(
     workload: &Workload,
     windows: &[Window],
     model: Model,
-) -> Result<PolicyResult, String> {
+) -> Result<(PolicyResult, slurp_sim::Schedule), String> {
     if model != Model::Reference {
         return Err(format!(
             "policy `{name}`: learned policies run in the reference model for now (--model reference)"
@@ -193,15 +220,18 @@ fn fair(
         ));
     };
     let net = slurp_fair::Model::load(Path::new(path), None).map_err(|e| e.to_string())?;
-    let runs = windows
+    let schedules = windows
         .iter()
         .map(|&w| {
-            slurp_fair::rollout::replay(&net, workload, w, backfill)
-                .map(|s| slurp_sim::Metrics::of(workload, &s, model))
-                .map_err(|e| e.to_string())
+            slurp_fair::rollout::replay(&net, workload, w, backfill).map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(PolicyResult::new(name.to_string(), runs))
+    let runs = schedules
+        .iter()
+        .map(|s| slurp_sim::Metrics::of(workload, s, model))
+        .collect();
+    let first = schedules.into_iter().next().ok_or("no window")?;
+    Ok((PolicyResult::new(name.to_string(), runs), first))
 }
 
 fn windows(args: &SimArgs, jobs: usize) -> Result<Vec<Window>, String> {
@@ -222,7 +252,7 @@ fn windows(args: &SimArgs, jobs: usize) -> Result<Vec<Window>, String> {
     }])
 }
 
-fn plural(n: usize, word: &str) -> String {
+pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {

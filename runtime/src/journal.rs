@@ -88,12 +88,22 @@ pub enum Record {
         /// For a success: the task's key (`Workflow::key`), in hex.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
+        /// On a final state: the line that defines the task, `FILE:LINE`
+        /// (the file as the run named it), for reports.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        src: Option<String>,
     },
-    /// An attempt started on these logical cores and GPUs (by node).
+    /// An attempt started on these logical cores and GPUs, one list per
+    /// node it spans, in the top-level instance's ids (a nested task's
+    /// cores are its parent's), so one run's starts share one machine.
     Start {
         t: u64,
         task: String,
         attempt: u32,
+        /// The node of each slice (absent in journals written before it
+        /// was recorded: slices on nodes 0, 1, …).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        nodes: Vec<u32>,
         cores: Vec<Vec<u32>>,
         gpus: Vec<Vec<u32>>,
     },
@@ -112,11 +122,22 @@ pub struct Header {
     pub resumes: Option<String>,
 }
 
+/// Where one slice of an allocation lies, in top-level ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub node: u32,
+    pub cores: Vec<u32>,
+    pub gpus: Vec<u32>,
+    pub mem: u64,
+}
+
 /// Writes a run's journal.
 #[derive(Debug)]
 pub struct Journal {
     file: File,
     dir: PathBuf,
+    /// The run's files as it named them, by `FileId`.
+    files: Vec<String>,
 }
 
 impl Journal {
@@ -141,6 +162,7 @@ impl Journal {
         let mut journal = Journal {
             file,
             dir: run_dir.to_path_buf(),
+            files: files.iter().map(|(name, _)| name.clone()).collect(),
         };
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -170,12 +192,16 @@ impl Journal {
         self.file.write_all(&line)
     }
 
-    /// The record for a core event of the instance at `scope`.
+    /// The record for a core event of the instance at `scope`; a start is
+    /// recorded where it is `placed` (node, cores, GPUs per slice, in
+    /// top-level ids).
     pub fn record(
+        &self,
         program: &Program,
         workflow: crate::ir::WorkflowId,
         scope: &str,
         event: &Event,
+        placed: &[Placed],
     ) -> Record {
         let wf = program.workflow(workflow);
         match event {
@@ -199,6 +225,11 @@ impl Journal {
                 // Nested entries have no key: their child instance's tasks do.
                 key: (*to == State::Succeeded && wf.task(*task).nested.is_none())
                     .then(|| format!("{:016x}", wf.key(*task, scope))),
+                src: to.is_final().then(|| {
+                    let source = wf.template(wf.task(*task).template).source;
+                    let file = self.files.get(source.file.0 as usize).map_or("?", |f| f);
+                    format!("{file}:{}", source.line)
+                }),
             },
             Event::Start {
                 time,
@@ -209,8 +240,21 @@ impl Journal {
                 t: time.0,
                 task: format!("{scope}{}", wf.task_name(*task)),
                 attempt: *attempt,
-                cores: alloc.slices.iter().map(|s| s.cores.clone()).collect(),
-                gpus: alloc.slices.iter().map(|s| s.gpus.clone()).collect(),
+                nodes: if placed.is_empty() {
+                    alloc.slices.iter().map(|s| s.node).collect()
+                } else {
+                    placed.iter().map(|p| p.node).collect()
+                },
+                cores: if placed.is_empty() {
+                    alloc.slices.iter().map(|s| s.cores.clone()).collect()
+                } else {
+                    placed.iter().map(|p| p.cores.clone()).collect()
+                },
+                gpus: if placed.is_empty() {
+                    alloc.slices.iter().map(|s| s.gpus.clone()).collect()
+                } else {
+                    placed.iter().map(|p| p.gpus.clone()).collect()
+                },
             },
         }
     }
@@ -227,6 +271,8 @@ pub struct Replay {
     pub tasks: BTreeMap<String, (State, serde_json::Value)>,
     /// Starts per task (attempts).
     pub attempts: BTreeMap<String, u32>,
+    /// The defining line of each task that reached a final state.
+    pub sources: BTreeMap<String, String>,
     /// The keys of the tasks that succeeded (run or resumed), counted.
     pub succeeded: std::collections::HashMap<u64, usize>,
     /// The absolute workflow path and the arguments it ran with.
@@ -290,8 +336,12 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
                 to,
                 reason,
                 key,
+                src,
                 ..
             }) => {
+                if let Some(src) = src {
+                    replay.sources.insert(task.clone(), src);
+                }
                 if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
                     *replay.succeeded.entry(key).or_default() += 1;
                 }

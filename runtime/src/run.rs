@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, watch};
 use crate::core::{Alloc, Core, Event, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
 use crate::ir::{Program, TaskId, WorkflowId};
-use crate::journal::{Journal, Record};
+use crate::journal::{Journal, Placed, Record};
 use crate::resources::{Capacity, Machine};
 
 /// What to do when a task fails for good.
@@ -343,24 +343,25 @@ impl Driver<'_> {
             self.instances[i].core.schedule(now);
             let events: Vec<Event> = self.instances[i].core.drain().collect();
             for event in &events {
+                let placed = match event {
+                    Event::Start { alloc, .. } => self.place(i, alloc),
+                    Event::Transition { .. } => Vec::new(),
+                };
                 // Journaled before it is acted on: a start is on record
                 // before its process exists.
-                let record = Journal::record(
-                    self.program,
-                    self.instances[i].workflow,
-                    &self.instances[i].path,
-                    event,
-                );
-                self.log(record);
+                if let Some(journal) = &self.journal {
+                    let record = journal.record(
+                        self.program,
+                        self.instances[i].workflow,
+                        &self.instances[i].path,
+                        event,
+                        &placed,
+                    );
+                    self.log(record);
+                }
                 observer.event(self.program, &self.instances[i].path, event);
-                if let Event::Start {
-                    task,
-                    attempt,
-                    alloc,
-                    ..
-                } = event
-                {
-                    self.start(i, *task, *attempt, alloc, dirty);
+                if let Event::Start { task, attempt, .. } = event {
+                    self.start(i, *task, *attempt, placed, dirty);
                 }
             }
             if self.instances[i].core.is_done() {
@@ -371,38 +372,45 @@ impl Driver<'_> {
         }
     }
 
+    /// An allocation of instance `i` in top-level ids, slice by slice.
+    fn place(&self, i: usize, alloc: &Alloc) -> Vec<Placed> {
+        let inst = &self.instances[i];
+        alloc
+            .slices
+            .iter()
+            .map(|s| {
+                let n = s.node as usize;
+                Placed {
+                    node: inst.nodes[n],
+                    cores: s.cores.iter().map(|&c| inst.cores[n][c as usize]).collect(),
+                    gpus: s.gpus.iter().map(|&g| inst.gpus[n][g as usize]).collect(),
+                    mem: s.mem,
+                }
+            })
+            .collect()
+    }
+
     fn start(
         &mut self,
         i: usize,
         task: TaskId,
         attempt: u32,
-        alloc: &Alloc,
+        slices: Vec<Placed>,
         dirty: &mut Vec<usize>,
     ) {
         let inst = &self.instances[i];
         let workflow = self.program.workflow(inst.workflow);
         let t = workflow.task(task);
-        // The allocation in top-level ids, slice by slice.
-        let slices: Vec<(u32, Vec<u32>, Vec<u32>, u64)> = alloc
-            .slices
-            .iter()
-            .map(|s| {
-                let n = s.node as usize;
-                (
-                    inst.nodes[n],
-                    s.cores.iter().map(|&c| inst.cores[n][c as usize]).collect(),
-                    s.gpus.iter().map(|&g| inst.gpus[n][g as usize]).collect(),
-                    s.mem,
-                )
-            })
-            .collect();
         if let Some(child) = t.nested {
             self.start_nested(i, task, child, &slices, dirty);
             return;
         }
         let request = t.request;
         let mut ranks = Vec::new();
-        for (node, cores, gpus, _) in &slices {
+        for Placed {
+            node, cores, gpus, ..
+        } in &slices
+        {
             let per = request.cores as usize;
             let per_gpu = request.gpus as usize;
             for r in 0..cores.len() / per.max(1) {
@@ -494,7 +502,7 @@ impl Driver<'_> {
         i: usize,
         task: TaskId,
         child: WorkflowId,
-        slices: &[(u32, Vec<u32>, Vec<u32>, u64)],
+        slices: &[Placed],
         dirty: &mut Vec<usize>,
     ) {
         let parent = &self.instances[i];
@@ -512,10 +520,18 @@ impl Driver<'_> {
         // the child can never use more than it was given.
         let capacity = Capacity {
             nodes: slices.len() as u32,
-            cores_per_node: slices.iter().map(|s| s.1.len() as u32).min().unwrap_or(0),
-            gpus_per_node: slices.iter().map(|s| s.2.len() as u32).min().unwrap_or(0),
+            cores_per_node: slices
+                .iter()
+                .map(|s| s.cores.len() as u32)
+                .min()
+                .unwrap_or(0),
+            gpus_per_node: slices
+                .iter()
+                .map(|s| s.gpus.len() as u32)
+                .min()
+                .unwrap_or(0),
             mem_per_node: if request.mem > 0 {
-                slices.iter().map(|s| s.3).min().unwrap_or(0)
+                slices.iter().map(|s| s.mem).min().unwrap_or(0)
             } else {
                 self.opts.capacity.mem_per_node
             },
@@ -555,9 +571,9 @@ impl Driver<'_> {
             stop,
             deadline,
             timed_out: false,
-            nodes: slices.iter().map(|s| s.0).collect(),
-            cores: slices.iter().map(|s| s.1.clone()).collect(),
-            gpus: slices.iter().map(|s| s.2.clone()).collect(),
+            nodes: slices.iter().map(|s| s.node).collect(),
+            cores: slices.iter().map(|s| s.cores.clone()).collect(),
+            gpus: slices.iter().map(|s| s.gpus.clone()).collect(),
             path,
             level,
             done: false,
