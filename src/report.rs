@@ -55,12 +55,6 @@ pub fn run_page(timeline: &Timeline, header: &slurp_report::timeline::Header) ->
                 None => format!("not yet, or killed: {took} on record"),
             },
         ),
-                None => format!(
-                    "not yet (or killed): {:.1} s on record",
-                    timeline.horizon as f64 / 1000.0
-                ),
-            },
-        ),
         (
             "tasks".to_owned(),
             format!("{}: {}", timeline.tasks.len(), parts.join(", ")),
