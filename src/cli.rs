@@ -76,6 +76,13 @@ struct RunArgs {
     /// `slurp runs` will not know this run
     #[arg(long)]
     no_journal: bool,
+    /// Show no progress, and no summary when every task succeeded
+    #[arg(short, long)]
+    quiet: bool,
+    /// Where output is not a terminal (no bars there), print a status line
+    /// to stderr every DURATION (default 10s)
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "10s")]
+    progress: Option<String>,
     /// Also log every finished attempt to FILE in GNU parallel's
     /// `--joblog` format (tab-separated: Seq, Host, Starttime, JobRuntime,
     /// Send, Receive, Exitval, Signal, Command)
@@ -579,6 +586,20 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         Ok(secs) => std::time::Duration::from_secs(secs.unwrap_or(0)),
         Err(e) => return usage(format!("`--grace {}`: {e}", args.grace)),
     };
+    let every = match args
+        .progress
+        .as_deref()
+        .map(slurp_interpreter::parse_duration)
+    {
+        None => None,
+        Some(Ok(Some(secs))) if secs > 0 => Some(std::time::Duration::from_secs(secs)),
+        _ => {
+            return usage(format!(
+                "`--progress {}`: give a duration of at least a second, such as 10s or 1m",
+                args.progress.as_deref().unwrap_or_default()
+            ));
+        }
+    };
     let loaded = match load(file, &opts) {
         Ok(loaded) => loaded,
         Err(code) => return Ok(code),
@@ -696,16 +717,25 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut console = crate::console::Console::new(options.output);
+    // A slurp inside another's task leaves the display to the outer one.
+    let nested = std::env::var_os("SLURP_RUN_DIR").is_some();
+    let mode = if nested {
+        crate::progress::Mode::Off
+    } else {
+        crate::progress::Mode::choose(args.quiet, every)
+    };
+    let progress = crate::progress::Progress::new(&loaded.program, mode);
+    let mut console = crate::console::Console::new(options.output, progress);
     let report = runtime.block_on(slurp_runtime::run::run(
         &loaded.program,
         &options,
         &mut console,
         journal,
-    ))?;
+    ));
+    console.finish();
+    let report = report?;
     // A nested instance that succeeded says nothing: its parent reports.
-    let nested = std::env::var_os("SLURP_RUN_DIR").is_some();
-    if !(nested && report.succeeded()) {
+    if !((nested || args.quiet) && report.succeeded()) {
         crate::console::summary(&loaded, &report);
     }
     Ok(if report.interrupted {

@@ -9,24 +9,39 @@ use std::io::{self, Write};
 
 use slurp_interpreter::Loaded;
 use slurp_runtime::Program;
+use slurp_runtime::WorkflowId;
 use slurp_runtime::core::{Event, Outcome, Reason, State};
 use slurp_runtime::exec::OutputMode;
 use slurp_runtime::journal::Replay;
 use slurp_runtime::run::{Observer, Report};
+
+use crate::progress::Progress;
 use std::process::ExitCode;
 
 pub struct Console {
     mode: OutputMode,
+    progress: Option<Progress>,
 }
 
 impl Console {
-    pub fn new(mode: OutputMode) -> Self {
-        Console { mode }
+    pub fn new(mode: OutputMode, progress: Option<Progress>) -> Self {
+        Console { mode, progress }
+    }
+
+    /// Takes the live display down, for the summary.
+    pub fn finish(&mut self) {
+        if let Some(progress) = self.progress.take() {
+            progress.finish();
+        }
     }
 }
 
 impl Observer for Console {
-    fn event(&mut self, _program: &Program, _scope: &str, _event: &Event) {}
+    fn event(&mut self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event) {
+        if let Some(progress) = &self.progress {
+            progress.event(program, workflow, scope, event);
+        }
+    }
 
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]) {
         let mut buf = Vec::with_capacity(bytes.len() + name.len() + 4);
@@ -40,13 +55,19 @@ impl Observer for Console {
             buf.push(b'\n');
         }
         // A closed pipe must not kill the run: the tasks go on regardless.
-        let _ = if stderr {
-            let mut e = io::stderr().lock();
-            e.write_all(&buf).and_then(|_| e.flush())
-        } else {
-            let mut o = io::stdout().lock();
-            o.write_all(&buf).and_then(|_| o.flush())
+        let write = || {
+            let _ = if stderr {
+                let mut e = io::stderr().lock();
+                e.write_all(&buf).and_then(|_| e.flush())
+            } else {
+                let mut o = io::stdout().lock();
+                o.write_all(&buf).and_then(|_| o.flush())
+            };
         };
+        match &self.progress {
+            Some(progress) => progress.write_above(write),
+            None => write(),
+        }
     }
 }
 

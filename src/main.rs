@@ -3,6 +3,7 @@
 mod cli;
 mod console;
 mod policy;
+mod progress;
 mod report;
 mod sim;
 

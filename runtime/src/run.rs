@@ -70,7 +70,7 @@ pub struct RunOptions {
 pub trait Observer {
     /// `scope` is the instance's path: empty for the top level, `sub/` for
     /// the instance of nested entry `sub`.
-    fn event(&mut self, program: &Program, scope: &str, event: &Event);
+    fn event(&mut self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event);
     /// Task output to show: a whole task's (group mode) or a line (tag).
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]);
 }
@@ -359,7 +359,12 @@ impl Driver<'_> {
                     );
                     self.log(record);
                 }
-                observer.event(self.program, &self.instances[i].path, event);
+                observer.event(
+                    self.program,
+                    self.instances[i].workflow,
+                    &self.instances[i].path,
+                    event,
+                );
                 if let Event::Start { task, attempt, .. } = event {
                     self.start(i, *task, *attempt, placed, dirty);
                 }
