@@ -250,6 +250,25 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let colour = console::colors_enabled();
+    let paint = |state: State, text: String| -> String {
+        if !colour {
+            return text;
+        }
+        let style = console::Style::new();
+        let style = match state {
+            State::Succeeded => style.green(),
+            State::Failed => style.red().bold(),
+            State::Timeout => style.yellow().bold(),
+            State::Skipped => style.magenta(),
+            State::Cancelled => style.dim(),
+            State::Running => style.cyan(),
+            State::Pending | State::Runnable => style,
+        };
+        style.apply_to(text).to_string()
+    };
+    let counts = replay.counts();
+    let total: usize = counts.iter().sum();
     writeln!(
         out,
         "run {}  {}  {}",
@@ -257,15 +276,89 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
         replay.workflow,
         how(&replay)
     )?;
-    writeln!(out, "  {}", counts_line(&replay.counts()))?;
-    for (id, (state, reason)) in &replay.tasks {
-        if matches!(
-            state,
-            State::Succeeded | State::Running | State::Runnable | State::Pending
-        ) {
-            continue;
+    let parts: Vec<String> = State::ALL
+        .iter()
+        .filter(|s| counts[**s as usize] > 0)
+        .map(|s| paint(*s, format!("{} {}", counts[*s as usize], s.name())))
+        .collect();
+    if parts.is_empty() {
+        writeln!(out, "no task yet")?;
+    } else {
+        writeln!(
+            out,
+            "{total} task{}: {}",
+            if total == 1 { "" } else { "s" },
+            parts.join(", ")
+        )?;
+    }
+    // One row per task that is running or did not succeed; waiting tasks
+    // are only counted (a live run can have thousands).
+    let mut rows: Vec<(State, [String; 5])> = replay
+        .tasks
+        .iter()
+        .filter(|(_, (state, _))| {
+            !matches!(state, State::Succeeded | State::Runnable | State::Pending)
+        })
+        .map(|(id, (state, reason))| {
+            (
+                *state,
+                [
+                    id.clone(),
+                    state.name().to_owned(),
+                    replay.attempts.get(id).copied().unwrap_or(0).to_string(),
+                    replay.sources.get(id).cloned().unwrap_or_default(),
+                    if *state == State::Running {
+                        String::new()
+                    } else {
+                        describe(reason)
+                    },
+                ],
+            )
+        })
+        .collect();
+    // `@2` before `@10`, `sim[9]` before `sim[10]`.
+    rows.sort_by_cached_key(|(_, row)| natural(&row[0]));
+    if !rows.is_empty() {
+        let head = ["TASK", "STATE", "ATTEMPTS", "SOURCE", "WHY"];
+        let width: Vec<usize> = (0..5)
+            .map(|c| {
+                rows.iter()
+                    .map(|(_, r)| r[c].chars().count())
+                    .chain([head[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:>w2$}  {:<w3$}  {}",
+            head[0],
+            head[1],
+            head[2],
+            head[3],
+            head[4],
+            w0 = width[0],
+            w1 = width[1],
+            w2 = width[2],
+            w3 = width[3]
+        )?;
+        for (state, row) in &rows {
+            // Padding first, colour after: escape codes have no width.
+            let padded = format!("{:<w$}", row[1], w = width[1]);
+            writeln!(
+                out,
+                "{:<w0$}  {}  {:>w2$}  {:<w3$}  {}",
+                row[0],
+                paint(*state, padded),
+                row[2],
+                row[3],
+                row[4],
+                w0 = width[0],
+                w2 = width[2],
+                w3 = width[3]
+            )?;
         }
-        writeln!(out, "  {:<9} {id}  {}", state.name(), describe(reason))?;
     }
     if replay.torn {
         writeln!(
@@ -281,6 +374,25 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A sort key that orders runs of digits by their number.
+fn natural(text: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let cut = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(cut);
+        let digits = tail
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (number, tail) = tail.split_at(digits);
+        key.push((word.to_owned(), number.parse().unwrap_or(0)));
+        rest = tail;
+    }
+    key
 }
 
 /// A journaled reason, as the summary words it.

@@ -90,12 +90,37 @@ fn status_and_runs_after_a_run() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("1 succeeded, 1 failed, 1 skipped"), "{text}");
-    assert!(text.contains("failed    bad  exit status 1"), "{text}");
     assert!(
-        text.contains("skipped   later  dependency `bad` did not succeed"),
+        text.contains("3 tasks: 1 succeeded, 1 failed, 1 skipped"),
         "{text}"
     );
+    // A table: a header, then a row per task that did not succeed.
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("TASK"))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["TASK", "STATE", "ATTEMPTS", "SOURCE", "WHY"],
+            vec!["bad", "failed", "1", "w.slurp:2", "exit status 1"],
+            vec![
+                "later",
+                "skipped",
+                "0",
+                "w.slurp:3",
+                "dependency `bad` did not succeed"
+            ],
+        ],
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "no colour into a pipe: {text:?}");
     let json = std::process::Command::new(binary())
         .args(["status", "--json"])
         .current_dir(&dir)
@@ -406,4 +431,17 @@ fn log_shows_a_tasks_events_and_kept_output() {
     assert!(text.contains("to-out") && text.contains("to-err"), "{text}");
     let missing = run_in(&dir, &["log", "nope"]);
     assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn status_colours_states_on_a_terminal_only() {
+    let test = Test::new().file("w.slurp", "task ok: true\ntask bad: false\n");
+    assert_eq!(run_in(test.path(), &["w.slurp"]).status.code(), Some(1));
+    let (screen, status) = common::on_terminal(&test, &["status"], &[]);
+    assert_eq!(status, 0, "{screen}");
+    // Failed in bold red; the row still reads as a row.
+    assert!(screen.contains("\x1b[31m\x1b[1mfailed"), "{screen:?}");
+    assert!(screen.contains("bad  "), "{screen:?}");
+    let (plain, _) = common::on_terminal(&test, &["status"], &[("NO_COLOR", "1")]);
+    assert!(!plain.contains('\x1b'), "NO_COLOR: {plain:?}");
 }

@@ -4,52 +4,7 @@
 
 mod common;
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::process::{Command, Stdio};
-
-use common::{Test, binary};
-
-/// Runs slurp with stdin, stdout and stderr on a fresh 120×40 terminal;
-/// returns everything the terminal received and the exit status.
-fn on_terminal(t: &Test, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
-    let size = nix::pty::Winsize {
-        ws_row: 40,
-        ws_col: 120,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
-    let side = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-    let mut command = Command::new(binary());
-    command
-        .args(args)
-        .current_dir(t.path())
-        .env_remove("NO_COLOR")
-        .stdin(side(&pty.slave))
-        .stdout(side(&pty.slave))
-        .stderr(side(&pty.slave));
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let mut child = command.spawn().expect("start slurp");
-    // Only slurp and its tasks may hold the terminal now, so that reading
-    // ends when they are gone.
-    drop(command);
-    drop(pty.slave);
-    let mut master = std::fs::File::from(pty.master);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    // The read fails (EIO) once the last writer has gone.
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    let status = child.wait().unwrap().code().unwrap_or(-1);
-    (String::from_utf8_lossy(&out).into_owned(), status)
-}
+use common::{Test, on_terminal};
 
 /// Tasks that take a while and print long lines, one by one.
 fn chatty() -> Test {

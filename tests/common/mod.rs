@@ -4,6 +4,8 @@
 // Each test binary uses a part of the builder.
 #![allow(dead_code)]
 
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -224,4 +226,47 @@ pub fn alive_in_group(pgid: i32) -> bool {
         let fields: Vec<&str> = rest.split_whitespace().collect();
         fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
     })
+}
+
+// Running slurp on a terminal: for what only a terminal shows.
+
+/// Runs slurp with stdin, stdout and stderr on a fresh 120×40 terminal;
+/// returns everything the terminal received and the exit status.
+pub fn on_terminal(t: &Test, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
+    let size = nix::pty::Winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+    let side = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .current_dir(t.path())
+        .env_remove("NO_COLOR")
+        .stdin(side(&pty.slave))
+        .stdout(side(&pty.slave))
+        .stderr(side(&pty.slave));
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("start slurp");
+    // Only slurp and its tasks may hold the terminal now, so that reading
+    // ends when they are gone.
+    drop(command);
+    drop(pty.slave);
+    let mut master = std::fs::File::from(pty.master);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    // The read fails (EIO) once the last writer has gone.
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (String::from_utf8_lossy(&out).into_owned(), status)
 }
