@@ -381,3 +381,37 @@ fn the_report_reads_right_in_a_real_browser() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("report.png"), bytes).unwrap();
 }
+
+#[test]
+fn a_live_run_is_reported_as_far_as_its_journal_goes() {
+    let (dir, mut child, _) = common::start_run(
+        &[(
+            "w.slurp",
+            "task quick: true\ntask slow: sh -c 'echo $$ > pid; sleep 30'\n",
+        )],
+        &["--cores", "2", "w.slurp"],
+        &["pid"],
+    );
+    let out = slurp(dir.path(), &["report", "-o", "live.html"]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.path().join("live.html")).unwrap();
+    let bars = marks(&html, "rect");
+    assert!(
+        bars.contains(&("bar running".to_owned(), "slow".to_owned())),
+        "{bars:?}"
+    );
+    assert!(
+        bars.contains(&("bar succeeded".to_owned(), "quick".to_owned())),
+        "{bars:?}"
+    );
+    assert!(
+        html.contains("not yet, or killed"),
+        "the summary says the run has not ended"
+    );
+}
