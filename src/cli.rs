@@ -7,10 +7,12 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 
 use clap::{Args, Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use slurp_interpreter::{Failure, Loaded, Options};
+use slurp_runtime::allocation::Allocation;
 use slurp_runtime::core::PolicyKind;
 use slurp_runtime::exec::OutputMode;
 use slurp_runtime::run::{Halt, RunOptions};
@@ -184,6 +186,10 @@ struct InstanceArgs {
     /// Number of nodes (default: 1)
     #[arg(long, value_name = "N", global = true)]
     nodes: Option<u32>,
+    /// Where tasks run: `auto` starts them as job steps (`srun`) when slurp
+    /// is the program of a Slurm job, here otherwise; `local` always here
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local"], global = true)]
+    backend: String,
     /// Refuse workflows that expand to more tasks than this
     #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS, global = true)]
     max_tasks: u64,
@@ -198,8 +204,33 @@ impl InstanceArgs {
         self.capacity_of(&Machine::detect())
     }
 
+    /// The Slurm job to run in: `auto` inside one, unless told `local`.
+    fn allocation(&self) -> Result<Option<Arc<Allocation>>, String> {
+        static DETECTED: OnceLock<Result<Option<Arc<Allocation>>, String>> = OnceLock::new();
+        if self.backend == "local" {
+            return Ok(None);
+        }
+        DETECTED
+            .get_or_init(|| {
+                Allocation::detect()
+                    .map(|a| a.map(Arc::new))
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+
     fn capacity_of(&self, machine: &Machine) -> Capacity {
-        let detected = machine.capacity();
+        let mut detected = machine.capacity();
+        // Inside a Slurm job the instance is the job: its nodes, its CPUs
+        // (the fewest any node has), its memory when it was given one.
+        if let Ok(Some(job)) = self.allocation() {
+            detected = Capacity {
+                nodes: job.nodes.len() as u32,
+                cores_per_node: job.cpus.iter().copied().min().unwrap_or(1),
+                gpus_per_node: job.gpus_per_node,
+                mem_per_node: job.mem_per_node.unwrap_or(detected.mem_per_node),
+            };
+        }
         Capacity {
             nodes: self.nodes.unwrap_or(detected.nodes).max(1),
             cores_per_node: self.cores.unwrap_or(detected.cores_per_node),
@@ -413,9 +444,19 @@ fn write_jobspec(out: &mut impl Write, program: &Program, id: TaskId, cwd: &str)
 fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
     let machine = Machine::detect();
     let capacity = instance.capacity_of(&machine);
+    let job = match instance.allocation() {
+        Ok(job) => job,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let mut out = io::stdout().lock();
     if json {
-        let value = serde_json::json!({ "capacity": capacity, "machine": machine });
+        let slurm = job.as_ref().map(
+            |j| serde_json::json!({ "job": j.job, "nodes": j.nodes, "cpus_per_node": j.cpus }),
+        );
+        let value = serde_json::json!({ "capacity": capacity, "machine": machine, "slurm": slurm });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
@@ -426,6 +467,14 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
                 ids.join(",")
             }
         };
+        if let Some(job) = &job {
+            writeln!(
+                out,
+                "slurm   job {} on {}  (tasks start as its steps, srun)",
+                job.job,
+                job.nodes.join(",")
+            )?;
+        }
         writeln!(out, "nodes   {}", capacity.nodes)?;
         writeln!(out, "cores   {} per node", capacity.cores_per_node)?;
         writeln!(out, "gpus    {} per node", capacity.gpus_per_node)?;
@@ -654,7 +703,16 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         },
     };
     std::fs::create_dir_all(&run_dir)?;
+    let allocation = match args.instance.allocation() {
+        Ok(allocation) => allocation,
+        Err(why) => {
+            eprintln!("error: {why}");
+            eprintln!("hint: `--backend local` runs the tasks here, outside Slurm");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let options = RunOptions {
+        allocation,
         capacity: opts.capacity,
         machine,
         policies,

@@ -5,6 +5,7 @@
 //! Flux [`Jobspec`] — and the [`Capacity`] model requests are checked
 //! against. It never parses text.
 
+pub mod allocation;
 pub mod core;
 pub mod exec;
 mod ir;

@@ -64,6 +64,9 @@ pub struct RunOptions {
     pub resume: std::collections::HashMap<u64, usize>,
     /// `--joblog FILE`: GNU parallel's tab-separated log of attempts.
     pub joblog: Option<PathBuf>,
+    /// The Slurm job slurp runs in: ranks start as its steps, node `n` of
+    /// the instance being the job's node `n`.
+    pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
 }
 
 /// Sees what happens during a run.
@@ -436,7 +439,13 @@ impl Driver<'_> {
                     })
                     .flatten();
                 ranks.push(Rank {
-                    cpus: cpus.unwrap_or_default(),
+                    node: *node,
+                    // A step's CPUs are Slurm's to pick on its node.
+                    cpus: if self.opts.allocation.is_some() {
+                        Vec::new()
+                    } else {
+                        cpus.unwrap_or_default()
+                    },
                     cores: cores.to_vec(),
                     gpus: gpus
                         .iter()
@@ -476,6 +485,7 @@ impl Driver<'_> {
         self.seq += 1;
         self.seqs.insert((i as u32, task), self.seq);
         let launch = Launch {
+            allocation: self.opts.allocation.clone(),
             instance: i as u32,
             task,
             attempt,

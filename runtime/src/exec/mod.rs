@@ -46,6 +46,8 @@ pub enum OutputMode {
 /// One rank's place.
 #[derive(Debug, Clone, Default)]
 pub struct Rank {
+    /// The node it runs on (top-level index).
+    pub node: u32,
     /// CPUs to bind to; empty: not bound.
     pub cpus: Vec<usize>,
     /// Logical core ids, for `SLURP_CORES`.
@@ -57,6 +59,8 @@ pub struct Rank {
 /// Everything needed to start one attempt of one task.
 #[derive(Debug, Clone)]
 pub struct Launch {
+    /// Inside a Slurm job: each rank starts as a step on its node.
+    pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
     /// The instance (the top level, or a nested one) the task belongs to.
     pub instance: u32,
     pub task: TaskId,
@@ -357,9 +361,26 @@ fn spawn_ranks(
             envp.push(cstring(format!("{k}={v}"), "an environment variable")?);
         }
         let streams = streams(launch.mode, &files)?;
+        let (path, argv) = match &launch.allocation {
+            Some(job) => {
+                let step = job.step(
+                    place.node as usize,
+                    place.cores.len(),
+                    launch.mem,
+                    &launch.name,
+                    &launch.argv,
+                );
+                let argv = step
+                    .iter()
+                    .map(|a| cstring(a, "an argument"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                (cstring(&step[0], "the program path")?, argv)
+            }
+            None => (path.clone(), argv.clone()),
+        };
         let spec = spawn::Spec {
-            path: path.clone(),
-            argv: argv.clone(),
+            path,
+            argv,
             envp,
             cwd: cwd.clone(),
             pgid: pids.first().copied().unwrap_or(0),

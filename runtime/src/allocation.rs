@@ -1,0 +1,215 @@
+//! Running inside a resource manager's allocation: the personal-instance
+//! pattern. When slurp is the program of a Slurm job (`salloc`, `sbatch`),
+//! its instance is the job's nodes and cores, and every rank of every task
+//! is started as a job step on the node the scheduler core chose:
+//! `srun --exact -N1 -n1 -c K -w NODE -- COMMAND`. The controller sees one
+//! job and a stream of steps, never a job per task.
+//!
+//! Only the outermost slurp of a job does this: a slurp inside a task (or
+//! inside a step) owns the slice its parent gave it, not the job.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A Slurm job slurp runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub job: String,
+    /// Host names, in the job's order.
+    pub nodes: Vec<String>,
+    /// CPUs the job has on each node.
+    pub cpus: Vec<u32>,
+    /// Bytes per node, when the job was given a memory amount.
+    pub mem_per_node: Option<u64>,
+    /// GPUs per node (`SLURM_GPUS_ON_NODE`).
+    pub gpus_per_node: u32,
+    /// `srun`, found on PATH.
+    pub srun: PathBuf,
+}
+
+/// Why the environment names a job slurp cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable(pub String);
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Allocation {
+    /// The Slurm job this process is the program of, if any: `SLURM_JOB_ID`
+    /// set, not inside a step (`SLURM_STEP_ID`) and not inside a task of
+    /// another slurp (`SLURP_RUN_DIR`).
+    pub fn detect() -> Result<Option<Allocation>, Unusable> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let Some(job) = var("SLURM_JOB_ID") else {
+            return Ok(None);
+        };
+        if var("SLURP_RUN_DIR").is_some() || var("SLURM_STEP_ID").is_some() {
+            return Ok(None);
+        }
+        let list = var("SLURM_JOB_NODELIST")
+            .ok_or_else(|| Unusable(format!("Slurm job {job}: SLURM_JOB_NODELIST is not set")))?;
+        let cpus_text = var("SLURM_JOB_CPUS_PER_NODE").ok_or_else(|| {
+            Unusable(format!(
+                "Slurm job {job}: SLURM_JOB_CPUS_PER_NODE is not set"
+            ))
+        })?;
+        let cpus = cpus_per_node(&cpus_text).ok_or_else(|| {
+            Unusable(format!(
+                "Slurm job {job}: cannot read SLURM_JOB_CPUS_PER_NODE=`{cpus_text}`"
+            ))
+        })?;
+        let srun = which("srun").ok_or_else(|| {
+            Unusable(format!(
+                "Slurm job {job}: `srun` is not on PATH, so tasks cannot be started as job steps"
+            ))
+        })?;
+        let nodes = hostnames(&list)?;
+        if nodes.len() != cpus.len() {
+            return Err(Unusable(format!(
+                "Slurm job {job}: {} nodes in `{list}` but CPUs for {} in `{cpus_text}`",
+                nodes.len(),
+                cpus.len()
+            )));
+        }
+        // MB, as Slurm writes it: per node, or per CPU (`--mem-per-cpu`,
+        // or the cluster's DefMemPerCPU) times the fewest CPUs a node has.
+        let mb = |k: &str| var(k).and_then(|m| m.parse::<u64>().ok());
+        let least = u64::from(cpus.iter().copied().min().unwrap_or(1));
+        let mem_per_node = mb("SLURM_MEM_PER_NODE")
+            .or_else(|| mb("SLURM_MEM_PER_CPU").map(|per| per * least))
+            .map(|mb| mb << 20);
+        let gpus_per_node = var("SLURM_GPUS_ON_NODE")
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(0);
+        Ok(Some(Allocation {
+            job,
+            nodes,
+            cpus,
+            mem_per_node,
+            gpus_per_node,
+            srun,
+        }))
+    }
+
+    /// The command that starts one rank as a step on `node` with `cores`
+    /// CPUs (and `mem` bytes, 0 for Slurm's default).
+    pub fn step(
+        &self,
+        node: usize,
+        cores: usize,
+        mem: u64,
+        name: &str,
+        argv: &[String],
+    ) -> Vec<String> {
+        let mut out = vec![
+            self.srun.display().to_string(),
+            format!("--jobid={}", self.job),
+            "--exact".to_owned(),
+            "--nodes=1".to_owned(),
+            "--ntasks=1".to_owned(),
+            format!("--cpus-per-task={}", cores.max(1)),
+            format!("--nodelist={}", self.nodes[node]),
+            format!("--job-name={name}"),
+            "--quiet".to_owned(),
+        ];
+        if mem > 0 {
+            out.push(format!("--mem={}K", mem.div_ceil(1024)));
+        }
+        out.push("--".to_owned());
+        out.extend(argv.iter().cloned());
+        out
+    }
+}
+
+/// `SLURM_JOB_CPUS_PER_NODE`: `72(x2),36` → `[72, 72, 36]`.
+pub fn cpus_per_node(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let (count, times) = match part.split_once("(x") {
+            Some((count, rest)) => (count, rest.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (part, 1),
+        };
+        let count: u32 = count.trim().parse().ok()?;
+        out.extend(std::iter::repeat_n(count, times));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A Slurm host list (`node[01-03,7],gpu1`) as names, by Slurm's own
+/// `scontrol show hostnames`; a plain name needs no Slurm.
+fn hostnames(list: &str) -> Result<Vec<String>, Unusable> {
+    if !list.contains(['[', ',']) {
+        return Ok(vec![list.to_owned()]);
+    }
+    let out = Command::new("scontrol")
+        .args(["show", "hostnames", list])
+        .output()
+        .map_err(|e| Unusable(format!("cannot run `scontrol show hostnames {list}`: {e}")))?;
+    if !out.status.success() {
+        return Err(Unusable(format!(
+            "`scontrol show hostnames {list}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+        .collect())
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_per_node_expands_repeats() {
+        assert_eq!(cpus_per_node("2"), Some(vec![2]));
+        assert_eq!(cpus_per_node("72(x2),36"), Some(vec![72, 72, 36]));
+        assert_eq!(cpus_per_node("4(x3)"), Some(vec![4, 4, 4]));
+        assert_eq!(cpus_per_node("x"), None);
+        assert_eq!(cpus_per_node("4(x"), None);
+    }
+
+    #[test]
+    fn a_step_names_its_node_and_cores() {
+        let a = Allocation {
+            job: "42".into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus: vec![4, 4],
+            mem_per_node: None,
+            gpus_per_node: 0,
+            srun: "/usr/bin/srun".into(),
+        };
+        let argv = a.step(1, 2, 3 << 20, "sim[3]", &["./sim".into(), "3".into()]);
+        assert_eq!(
+            argv,
+            [
+                "/usr/bin/srun",
+                "--jobid=42",
+                "--exact",
+                "--nodes=1",
+                "--ntasks=1",
+                "--cpus-per-task=2",
+                "--nodelist=n2",
+                "--job-name=sim[3]",
+                "--quiet",
+                "--mem=3072K",
+                "--",
+                "./sim",
+                "3"
+            ]
+        );
+    }
+}
