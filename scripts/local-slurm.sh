@@ -7,8 +7,9 @@
 #   scripts/local-slurm.sh status   what sinfo says
 #
 # Needs root (or sudo) and no systemd: munged, slurmctld and slurmd are started as
-# plain daemons. The node is `localhost` at 127.0.0.1 with this machine's CPUs and a
-# little less than its memory; the machine's hostname does not matter.
+# plain daemons. The node is `localhost` at 127.0.0.1 with this machine's CPUs (at least
+# 8, oversubscribed if the machine has fewer) and a little less than its memory; the
+# machine's hostname does not matter. `start` on a running Slurm reconfigures it.
 set -euo pipefail
 
 SUDO=""
@@ -34,10 +35,15 @@ alive() {
 
 configure() {
     local cpus mem
+    # At least 8 CPUs, as the proof of concept's examples assume: Slurm takes
+    # the configured count as is (config_overrides) and oversubscribes.
     cpus=$(nproc)
+    [ "$cpus" -ge 8 ] || cpus=8
     mem=$(( $(free -m | awk '/^Mem:/ {print $2}') * 9 / 10 ))
     $SUDO mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm "$RUN"
-    $SUDO tee "$CONF" >/dev/null <<CONF
+    local new
+    new=$(mktemp)
+    cat > "$new" <<CONF
 # Written by slurp's scripts/local-slurm.sh: one node, localhost.
 ClusterName=slurp-local
 SlurmctldHost=localhost
@@ -68,9 +74,16 @@ JobCompLoc=/var/log/slurm/jobcomp.log
 MinJobAge=300
 MailProg=/bin/true
 ReturnToService=2
+SlurmdParameters=config_overrides
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
+    # A changed configuration needs the daemons restarted.
+    if ! cmp -s "$new" "$CONF"; then
+        stop
+        $SUDO cp "$new" "$CONF"
+    fi
+    rm -f "$new"
 }
 
 start_munge() {
@@ -99,7 +112,7 @@ start() {
     alive "$(cat "$RUN/slurmd.pid" 2>/dev/null)" || $SUDO slurmd -N localhost
     for _ in $(seq 150); do
         case "$(sinfo -h -N -o %T 2>/dev/null)" in
-            idle|mixed|allocated) echo "local-slurm: localhost is up ($(nproc) CPUs)" >&2; return ;;
+            idle|mixed|allocated) echo "local-slurm: localhost is up ($(sinfo -h -N -o %c) CPUs)" >&2; return ;;
         esac
         sleep 0.2
     done

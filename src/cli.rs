@@ -78,6 +78,9 @@ struct RunArgs {
     /// `slurp runs` will not know this run
     #[arg(long)]
     no_journal: bool,
+    /// With `--backend slurm`: the partition to submit to
+    #[arg(long, value_name = "PARTITION")]
+    partition: Option<String>,
     /// Show no progress, and no summary when every task succeeded
     #[arg(short, long)]
     quiet: bool,
@@ -130,6 +133,13 @@ enum Command {
     },
     /// List the runs recorded in .slurp/ here, oldest first
     Runs,
+    /// Stop a live run (default: the latest) as Ctrl-C would: nothing more
+    /// starts, running tasks are stopped, Slurm jobs are cancelled
+    /// (scancel); for a run whose slurp died, cancels the Slurm jobs it left
+    Cancel {
+        /// A run id as `slurp runs` lists it, or a unique prefix of one
+        run: Option<String>,
+    },
     /// Show one task's events and, when the run kept it, its output
     Log {
         /// The task id, e.g. `sim[17]`, `@3`, `sub/prep`
@@ -187,8 +197,9 @@ struct InstanceArgs {
     #[arg(long, value_name = "N", global = true)]
     nodes: Option<u32>,
     /// Where tasks run: `auto` starts them as job steps (`srun`) when slurp
-    /// is the program of a Slurm job, here otherwise; `local` always here
-    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local"], global = true)]
+    /// is the program of a Slurm job, here otherwise; `local` always here;
+    /// `slurm` submits every task as a Slurm job (sbatch) and follows them
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm"], global = true)]
     backend: String,
     /// Refuse workflows that expand to more tasks than this
     #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS, global = true)]
@@ -207,7 +218,7 @@ impl InstanceArgs {
     /// The Slurm job to run in: `auto` inside one, unless told `local`.
     fn allocation(&self) -> Result<Option<Arc<Allocation>>, String> {
         static DETECTED: OnceLock<Result<Option<Arc<Allocation>>, String>> = OnceLock::new();
-        if self.backend == "local" {
+        if self.backend != "auto" {
             return Ok(None);
         }
         DETECTED
@@ -221,6 +232,12 @@ impl InstanceArgs {
 
     fn capacity_of(&self, machine: &Machine) -> Capacity {
         let mut detected = machine.capacity();
+        // Submitting to Slurm: the cluster's biggest node is the limit.
+        if self.backend == "slurm"
+            && let Ok(cluster) = slurp_runtime::slurm::cluster_capacity()
+        {
+            detected = cluster;
+        }
         // Inside a Slurm job the instance is the job: its nodes, its CPUs
         // (the fewest any node has), its memory when it was given one.
         if let Ok(Some(job)) = self.allocation() {
@@ -267,6 +284,7 @@ pub fn run() -> ExitCode {
         }) => jobspec(&file, task.as_deref(), &instance),
         Some(Command::Resources { json, instance }) => resources(json, &instance),
         Some(Command::Runs) => crate::console::runs(),
+        Some(Command::Cancel { run }) => crate::console::cancel(run.as_deref()),
         Some(Command::Log { task, run }) => crate::console::log(&task, run.as_deref()),
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
@@ -689,7 +707,10 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         );
         return Ok(ExitCode::from(2));
     }
-    let run_dir: PathBuf = match std::env::var_os("SLURP_RUN_DIR") {
+    // A nested entry's own Slurm job (`--backend slurm`) keeps its journal
+    // in its parent run's, as a slurp inside a task does.
+    let parent = std::env::var_os("SLURP_RUN_DIR").or_else(|| std::env::var_os("SLURP_PARENT_RUN"));
+    let run_dir: PathBuf = match parent {
         Some(parent) => PathBuf::from(parent).join("nested").join(format!(
             "{}-{}",
             std::env::var("SLURP_TASK_ID")
@@ -772,6 +793,9 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
             )?)
         }
     };
+    if args.instance.backend == "slurm" {
+        return submit_to_slurm(&loaded, args, &options, journal);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -803,6 +827,58 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--backend slurm`: every task a Slurm job, followed to the end.
+fn submit_to_slurm(
+    loaded: &Loaded,
+    args: &RunArgs,
+    options: &RunOptions,
+    journal: Option<slurp_runtime::journal::Journal>,
+) -> io::Result<ExitCode> {
+    if let Err(why) = slurp_runtime::slurm::cluster_capacity() {
+        eprintln!("error: --backend slurm: {why}");
+        return Ok(ExitCode::from(2));
+    }
+    let opts = slurp_runtime::slurm::Options {
+        partition: args.partition.clone(),
+        poll: std::time::Duration::from_millis(500),
+        cwd: options.cwd.clone(),
+        run_dir: options.run_dir.clone(),
+        slurp: std::env::current_exe()?,
+        output: options.output,
+    };
+    let root = loaded.program.root();
+    let sources = |t: TaskId| {
+        let template = root.template(root.task(t).template);
+        format!(
+            "{}:{}",
+            loaded.sources.get(template.source.file).display,
+            template.source.line
+        )
+    };
+    let mut console = crate::console::Console::new(options.output, None);
+    match slurp_runtime::slurm::run(&loaded.program, &opts, &mut console, journal, &sources) {
+        Ok(report) => {
+            if !(args.quiet && report.succeeded()) {
+                crate::console::summary(loaded, &report);
+            }
+            Ok(if report.interrupted {
+                ExitCode::from(130)
+            } else if report.succeeded() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Err(why) => {
+            eprintln!("error: {why}");
+            eprintln!(
+                "hint: the message is Slurm's; `sinfo -s` lists the partitions, `scontrol show partition` their limits"
+            );
+            Ok(ExitCode::from(2))
+        }
+    }
 }
 
 /// The start time (seconds, then nanoseconds, fixed width) and the

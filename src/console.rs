@@ -538,3 +538,77 @@ pub fn chosen_run(run: Option<&str>) -> io::Result<Result<std::path::PathBuf, Ex
         }
     })
 }
+
+/// `slurp cancel [RUN]`: interrupt a live run's slurp (which stops its
+/// tasks and cancels its Slurm jobs), or, when that slurp is gone, cancel
+/// the Slurm jobs its journal shows unfinished.
+pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
+    let dir = match chosen_run(run)? {
+        Ok(dir) => dir,
+        Err(code) => return Ok(code),
+    };
+    let events = dir.join("events.jsonl");
+    let replay = slurp_runtime::journal::replay(&events)?;
+    if replay.ended.is_some() {
+        eprintln!(
+            "slurp: run {} has already ended; nothing to cancel",
+            replay.run
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if replay.live() {
+        let pid = nix::unistd::Pid::from_raw(replay.pid as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).map_err(io::Error::other)?;
+        // Wait for it to finish stopping, so the caller sees the end.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::path::Path::new(&format!("/proc/{}", replay.pid)).exists()
+            && slurp_runtime::journal::replay(&events)?.ended.is_none()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        eprintln!("slurp: run {} cancelled", replay.run);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Its slurp is gone: the Slurm jobs it submitted may still be queued.
+    let text = std::fs::read_to_string(&events)?;
+    let mut jobs: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<slurp_runtime::journal::Record>(line) else {
+            continue;
+        };
+        if let slurp_runtime::journal::Record::State {
+            task, to, reason, ..
+        } = record
+        {
+            match reason.get("slurm_job").and_then(|j| j.as_str()) {
+                Some(job) => {
+                    jobs.insert(task, job.to_owned());
+                }
+                None if to.is_final() => {
+                    jobs.remove(&task);
+                }
+                None => {}
+            }
+        }
+    }
+    if jobs.is_empty() {
+        eprintln!(
+            "slurp: run {}: its slurp is gone and it left no Slurm jobs",
+            replay.run
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ids: Vec<&String> = jobs.values().collect();
+    let status = std::process::Command::new("scancel").args(&ids).status()?;
+    if !status.success() {
+        eprintln!("error: scancel failed for jobs {ids:?}");
+        return Ok(ExitCode::from(1));
+    }
+    eprintln!(
+        "slurp: run {}: cancelled {} Slurm jobs",
+        replay.run,
+        ids.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}

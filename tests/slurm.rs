@@ -257,3 +257,290 @@ fn a_batch_job_runs_slurp_as_its_program() {
         );
     }
 }
+
+// --- `--backend slurm`: every task a Slurm job --------------------------------
+
+/// `slurp --backend slurm ARGS` in the test's directory.
+fn submit(t: &Test, args: &[&str]) -> Output {
+    slurm();
+    Command::new("timeout")
+        .arg("240")
+        .arg(binary())
+        .args(["--backend", "slurm"])
+        .args(args)
+        .current_dir(t.path())
+        .env_remove("SLURP_RUN_DIR")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("slurp")
+}
+
+/// `scontrol show job -o ID` as fields.
+fn scontrol(job: &str) -> std::collections::HashMap<String, String> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", job])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Per task of the latest run's journal: its Slurm job and its last state.
+fn journaled(t: &Test) -> std::collections::BTreeMap<String, (String, String)> {
+    let runs = t.path().join(".slurp/runs");
+    let mut dirs: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    let text = std::fs::read_to_string(dirs.last().unwrap().join("events.jsonl")).unwrap();
+    let mut out: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["ev"] != "state" {
+            continue;
+        }
+        let entry = out
+            .entry(v["task"].as_str().unwrap().to_owned())
+            .or_default();
+        if let Some(job) = v["reason"]["slurm_job"].as_str() {
+            entry.0 = job.to_owned();
+        }
+        entry.1 = v["to"].as_str().unwrap().to_owned();
+    }
+    out
+}
+
+#[test]
+fn a_dag_runs_as_jobs_with_afterok_and_a_failure_skips_its_dependents() {
+    let t = Test::new().file(
+        "flow.slurp",
+        "task prep: echo prep\n\
+         task sim[i=1..4] after=prep: sh -c 'echo sim {i}'\n\
+         task bad after=prep: sh -c 'echo broken >&2; exit 3'\n\
+         task post after=bad: touch never-ran\n\
+         task reduce after=sim: echo reduce\n",
+    );
+    let out = submit(&t, &["flow.slurp"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in ["prep", "sim 1", "sim 4", "reduce"] {
+        assert!(stdout.contains(line), "{line} missing: {stdout}");
+    }
+    assert!(
+        stderr.contains("failed    bad  exit status 3  (flow.slurp:3)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("| broken"),
+        "the failure's stderr is shown: {stderr}"
+    );
+    assert!(
+        stderr.contains("skipped   post  dependency `bad` did not succeed  (flow.slurp:4)"),
+        "{stderr}"
+    );
+    assert!(!t.path().join("never-ran").exists());
+    // What the journal says is what Slurm says.
+    let journal = journaled(&t);
+    assert_eq!(journal.len(), 8);
+    let expected = [
+        ("COMPLETED", "succeeded"),
+        ("FAILED", "failed"),
+        ("CANCELLED", "skipped"),
+    ];
+    for (task, (job, state)) in &journal {
+        let fields = scontrol(job);
+        let slurm_state = &fields["JobState"];
+        assert!(
+            expected.iter().any(|(s, j)| s == slurm_state && j == state),
+            "{task}: journal {state}, Slurm {slurm_state}"
+        );
+        if task == "bad" {
+            assert_eq!(fields["ExitCode"], "3:0");
+        }
+        if task == "post" {
+            assert_eq!(fields["Reason"], "DependencyNeverSatisfied");
+            assert!(fields["Dependency"].starts_with("afterok:"), "{fields:?}");
+        }
+    }
+    // The sweep went in as one array: its elements are ARRAY_INDEX jobs.
+    let sims: Vec<&String> = journal
+        .iter()
+        .filter(|(k, _)| k.starts_with("sim["))
+        .map(|(_, v)| &v.0)
+        .collect();
+    let array = sims[0].split('_').next().unwrap().to_owned();
+    for (i, job) in sims.iter().enumerate() {
+        assert_eq!(
+            **job,
+            format!("{array}_{i}"),
+            "sim[{}] is element {i} of one array",
+            i + 1
+        );
+        assert_eq!(scontrol(job)["ArrayJobId"], array);
+    }
+}
+
+#[test]
+fn the_naval_example_runs_on_slurm_with_its_nested_allocation() {
+    let t = Test::new()
+        .file(
+            "a.slurp",
+            std::fs::read_to_string(common::repo().join("examples/naval/a.slurp")).unwrap(),
+        )
+        .file(
+            "b.slurp",
+            std::fs::read_to_string(common::repo().join("examples/naval/b.slurp")).unwrap(),
+        );
+    let out = submit(&t, &["a.slurp"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // a's four lines, 6+4+2+4 copies, and b's tasks from inside the allocation.
+    assert_eq!(stdout.matches("a: job 1").count(), 6, "{stdout}");
+    assert_eq!(stdout.matches("a: job 4").count(), 4, "{stdout}");
+    assert!(
+        stdout.contains("b: job 1") && stdout.contains("b: job 2"),
+        "{stdout}"
+    );
+    let journal = journaled(&t);
+    assert!(
+        journal.values().all(|(_, s)| s == "succeeded"),
+        "{journal:?}"
+    );
+    // The nested entry was one job of 6 CPUs running slurp.
+    let nested = scontrol(&journal["@5"].0);
+    assert_eq!(nested["NumCPUs"], "6", "{nested:?}");
+}
+
+#[test]
+fn a_nested_entry_is_one_allocation_whose_tasks_are_its_steps() {
+    let t = Test::new()
+        .file(
+            "top.slurp",
+            "task sub cores=2: slurp child.slurp\ntask after after=sub: echo after\n",
+        )
+        .file(
+            "child.slurp",
+            format!(
+                "task c[i=1..3]: sh -c '{}'\n",
+                REPORT.replace("{name}", "c{i}")
+            ),
+        );
+    let out = submit(&t, &["top.slurp"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let journal = journaled(&t);
+    let sub_job = &journal["sub"].0;
+    let seen = fields(&out.stdout);
+    let children: Vec<_> = seen.iter().filter(|(n, _)| n.starts_with('c')).collect();
+    assert_eq!(children.len(), 3, "{seen:?}");
+    for (name, f) in children {
+        assert_eq!(&f["job"], sub_job, "{name} ran inside the entry's job");
+        assert!(!f["step"].is_empty(), "{name} is a step of it");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("after"));
+}
+
+#[test]
+fn a_refused_submission_shows_slurms_words_and_the_line_and_leaves_nothing_queued() {
+    let t = Test::new().file("flow.slurp", "task a: true\ntask b after=a: true\n");
+    let out = submit(&t, &["--partition", "no-such-partition", "flow.slurp"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("flow.slurp:1: task `a` could not be submitted"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.to_lowercase().contains("invalid partition"),
+        "Slurm's own message: {stderr}"
+    );
+    let queued = Command::new("squeue")
+        .args(["-h", "-n", "a,b", "-t", "PD,R"])
+        .output()
+        .unwrap();
+    assert!(
+        queued.stdout.is_empty(),
+        "jobs left behind: {}",
+        String::from_utf8_lossy(&queued.stdout)
+    );
+}
+
+#[test]
+fn cancel_stops_the_jobs_of_a_live_run() {
+    slurm();
+    let t = Test::new().file(
+        "flow.slurp",
+        "task long[i=1..2]: sleep 300\ntask later after=long: touch never-ran\n",
+    );
+    let mut child = Command::new(binary())
+        .args(["--backend", "slurm", "flow.slurp"])
+        .current_dir(t.path())
+        .env_remove("SLURP_RUN_DIR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until Slurm runs them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let running = t.path().join(".slurp/runs").is_dir()
+            && journaled(&t)
+                .get("long[1]")
+                .is_some_and(|(_, s)| s == "running");
+        if running {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the jobs never ran");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let cancel = Command::new(binary())
+        .arg("cancel")
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert!(
+        cancel.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let journal = journaled(&t);
+    for task in ["long[1]", "long[2]"] {
+        let (job, state) = &journal[task];
+        assert_eq!(state, "cancelled", "{task}");
+        assert_eq!(scontrol(job)["JobState"], "CANCELLED", "{task} in Slurm");
+    }
+    assert_ne!(journal["later"].1, "succeeded");
+    assert!(!t.path().join("never-ran").exists());
+}
+
+#[test]
+fn a_task_past_its_time_limit_ends_timeout() {
+    // Slurm counts whole minutes: this takes a minute or so.
+    let t = Test::new().file(
+        "flow.slurp",
+        "task slow time=1s: sleep 300\ntask quick: true\n",
+    );
+    let out = submit(&t, &["flow.slurp"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("timeout   slow  ran past its time limit  (flow.slurp:1)"),
+        "{stderr}"
+    );
+    let journal = journaled(&t);
+    assert_eq!(journal["slow"].1, "timeout");
+    assert_eq!(scontrol(&journal["slow"].0)["JobState"], "TIMEOUT");
+    assert_eq!(journal["quick"].1, "succeeded");
+}

@@ -31,6 +31,7 @@ use crate::report::{Located, Sources};
 /// The binary's tests check this list against its real subcommands.
 pub const SUBCOMMANDS: &[&str] = &[
     "check",
+    "cancel",
     "report",
     "sim",
     "policy",

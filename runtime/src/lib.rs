@@ -13,6 +13,7 @@ pub mod jobspec;
 pub mod journal;
 mod resources;
 pub mod run;
+pub mod slurm;
 
 pub use ir::{
     Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
