@@ -820,13 +820,18 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     if !((nested || args.quiet) && report.succeeded()) {
         crate::console::summary(&loaded, &report);
     }
-    Ok(if report.interrupted {
+    Ok(exit_status(&report))
+}
+
+/// 0 when every task succeeded, 1 when some did not, 130 when interrupted.
+fn exit_status(report: &slurp_runtime::run::Report) -> ExitCode {
+    if report.interrupted {
         ExitCode::from(130)
     } else if report.succeeded() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }
 
 /// `--backend slurm`: every task a Slurm job, followed to the end.
@@ -863,13 +868,7 @@ fn submit_to_slurm(
             if !(args.quiet && report.succeeded()) {
                 crate::console::summary(loaded, &report);
             }
-            Ok(if report.interrupted {
-                ExitCode::from(130)
-            } else if report.succeeded() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(exit_status(&report))
         }
         Err(why) => {
             eprintln!("error: {why}");

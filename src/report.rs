@@ -182,36 +182,11 @@ pub fn sim_page(
     schedules: &[slurp_sim::Schedule],
 ) -> Page {
     let machine = workload.machine;
+    let (head, rows) = crate::sim::figures(results);
     let figures = slurp_report::page::Figures {
         caption: "Figures per policy".to_owned(),
-        head: [
-            "policy",
-            "avg bsld",
-            "worst user bsld",
-            "jain",
-            "avg wait s",
-            "avg turnaround s",
-            "utilisation",
-            "makespan s",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        rows: results
-            .iter()
-            .map(|r| {
-                let s = &r.summary;
-                vec![
-                    r.policy.clone(),
-                    format!("{:.2}", s.avg_bounded_slowdown),
-                    format!("{:.2}", s.worst_user_bounded_slowdown),
-                    format!("{:.3}", s.jain),
-                    format!("{:.0}", s.avg_wait),
-                    format!("{:.0}", s.avg_turnaround),
-                    format!("{:.3}", s.utilisation),
-                    format!("{:.0}", s.makespan),
-                ]
-            })
-            .collect(),
+        head: head.map(str::to_owned).to_vec(),
+        rows: rows.into_iter().map(|r| r.to_vec()).collect(),
     };
     let sections = results
         .iter()

@@ -313,32 +313,7 @@ fn table(
         )?;
     }
     writeln!(out)?;
-    let header = [
-        "policy",
-        "avg bsld",
-        "worst user bsld",
-        "jain",
-        "avg wait s",
-        "avg turnaround s",
-        "utilisation",
-        "makespan s",
-    ];
-    let rows: Vec<[String; 8]> = results
-        .iter()
-        .map(|r| {
-            let s = &r.summary;
-            [
-                r.policy.clone(),
-                format!("{:.2}", s.avg_bounded_slowdown),
-                format!("{:.2}", s.worst_user_bounded_slowdown),
-                format!("{:.3}", s.jain),
-                format!("{:.0}", s.avg_wait),
-                format!("{:.0}", s.avg_turnaround),
-                format!("{:.3}", s.utilisation),
-                format!("{:.0}", s.makespan),
-            ]
-        })
-        .collect();
+    let (header, rows) = figures(results);
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -371,4 +346,36 @@ fn table(
         "\nbsld: bounded slowdown (10 s bound); worst user: the largest per-user mean; jain: Jain's index over per-user means (1 = even)"
     )?;
     Ok(())
+}
+
+/// The comparison's columns and one row per policy (the table and the
+/// HTML report show the same figures).
+pub fn figures(results: &[PolicyResult]) -> ([&'static str; 8], Vec<[String; 8]>) {
+    let header = [
+        "policy",
+        "avg bsld",
+        "worst user bsld",
+        "jain",
+        "avg wait s",
+        "avg turnaround s",
+        "utilisation",
+        "makespan s",
+    ];
+    let rows: Vec<[String; 8]> = results
+        .iter()
+        .map(|r| {
+            let s = &r.summary;
+            [
+                r.policy.clone(),
+                format!("{:.2}", s.avg_bounded_slowdown),
+                format!("{:.2}", s.worst_user_bounded_slowdown),
+                format!("{:.3}", s.jain),
+                format!("{:.0}", s.avg_wait),
+                format!("{:.0}", s.avg_turnaround),
+                format!("{:.3}", s.utilisation),
+                format!("{:.0}", s.makespan),
+            ]
+        })
+        .collect();
+    (header, rows)
 }
