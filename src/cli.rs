@@ -201,6 +201,12 @@ struct InstanceArgs {
     /// `slurm` submits every task as a Slurm job (sbatch) and follows them
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm"], global = true)]
     backend: String,
+    /// Inside a Slurm job: start `all` ranks as job steps (srun; each is
+    /// accounted by Slurm), or only those on `remote` nodes, starting the
+    /// ones on slurp's own node directly, bound to the job's CPUs there
+    /// (far cheaper for many short tasks)
+    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "remote"], global = true)]
+    srun: String,
     /// Refuse workflows that expand to more tasks than this
     #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS, global = true)]
     max_tasks: u64,
@@ -224,7 +230,12 @@ impl InstanceArgs {
         DETECTED
             .get_or_init(|| {
                 Allocation::detect()
-                    .map(|a| a.map(Arc::new))
+                    .map(|a| {
+                        a.map(|mut a| {
+                            a.direct_here = self.srun == "remote";
+                            Arc::new(a)
+                        })
+                    })
                     .map_err(|e| e.to_string())
             })
             .clone()

@@ -544,3 +544,52 @@ fn a_task_past_its_time_limit_ends_timeout() {
     assert_eq!(scontrol(&journal["slow"].0)["JobState"], "TIMEOUT");
     assert_eq!(journal["quick"].1, "succeeded");
 }
+
+#[test]
+fn srun_remote_starts_ranks_on_slurps_own_node_directly_within_the_job() {
+    slurm();
+    let t = Test::new().file(
+        "flow.slurp",
+        format!(
+            "task t[i=1..4]: sh -c '{} cpus_allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)'\n",
+            REPORT.replace("{name}", "t{i}")
+        ),
+    );
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            "sbatch",
+            "--wait",
+            "--parsable",
+            "-n2",
+            "-o",
+            "out.txt",
+            "--wrap",
+        ])
+        .arg(format!("{} --srun remote flow.slurp", binary().display()))
+        .current_dir(t.path())
+        .env_remove("SLURP_RUN_DIR")
+        .output()
+        .expect("sbatch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let text = std::fs::read(t.path().join("out.txt")).unwrap();
+    let seen = fields(&text);
+    assert_eq!(seen.len(), 4, "{}", String::from_utf8_lossy(&text));
+    let job_cpus = scontrol(&job)["NumCPUs"].clone();
+    assert_eq!(job_cpus, "2");
+    for (name, f) in &seen {
+        assert_eq!(f["job"], job, "{name} ran in the job");
+        assert_eq!(f["step"], "", "{name} started directly, not as a step");
+        // Bound to one CPU of the job's node.
+        assert!(
+            !f["cpus_allowed"].contains([',', '-']),
+            "{name} not bound to one CPU: {}",
+            f["cpus_allowed"]
+        );
+    }
+}

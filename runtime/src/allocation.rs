@@ -25,6 +25,11 @@ pub struct Allocation {
     pub gpus_per_node: u32,
     /// `srun`, found on PATH.
     pub srun: PathBuf,
+    /// The index of the node slurp itself runs on (`SLURMD_NODENAME`).
+    pub local: Option<usize>,
+    /// Start the ranks placed on slurp's own node directly (bound to the
+    /// job's CPUs there) instead of as steps: `--srun remote`.
+    pub direct_here: bool,
 }
 
 /// Why the environment names a job slurp cannot use.
@@ -84,7 +89,10 @@ impl Allocation {
         let gpus_per_node = var("SLURM_GPUS_ON_NODE")
             .and_then(|g| g.parse().ok())
             .unwrap_or(0);
+        let local = var("SLURMD_NODENAME").and_then(|n| nodes.iter().position(|m| *m == n));
         Ok(Some(Allocation {
+            local,
+            direct_here: false,
             job,
             nodes,
             cpus,
@@ -92,6 +100,11 @@ impl Allocation {
             gpus_per_node,
             srun,
         }))
+    }
+
+    /// Whether a rank on `node` starts directly rather than as a step.
+    pub fn starts_here(&self, node: usize) -> bool {
+        self.direct_here && self.local == Some(node)
     }
 
     /// The command that starts one rank as a step on `node` with `cores`
@@ -191,7 +204,10 @@ mod tests {
             mem_per_node: None,
             gpus_per_node: 0,
             srun: "/usr/bin/srun".into(),
+            local: Some(0),
+            direct_here: false,
         };
+        assert!(!a.starts_here(0), "steps everywhere unless told");
         let argv = a.step(1, 2, 3 << 20, "sim[3]", &["./sim".into(), "3".into()]);
         assert_eq!(
             argv,

@@ -430,7 +430,12 @@ impl Driver<'_> {
                 };
                 // Logical cores beyond the machine (an emulated instance),
                 // or on another node, are scheduled but not bound.
-                let cpus: Option<Vec<usize>> = (self.opts.bind && *node == 0)
+                // Inside a Slurm job, this node is the one slurp runs on.
+                let here = match &self.opts.allocation {
+                    None => *node == 0,
+                    Some(job) => job.starts_here(*node as usize),
+                };
+                let cpus: Option<Vec<usize>> = (self.opts.bind && here)
                     .then(|| {
                         cores
                             .iter()
@@ -441,7 +446,7 @@ impl Driver<'_> {
                 ranks.push(Rank {
                     node: *node,
                     // A step's CPUs are Slurm's to pick on its node.
-                    cpus: if self.opts.allocation.is_some() {
+                    cpus: if self.opts.allocation.is_some() && !here {
                         Vec::new()
                     } else {
                         cpus.unwrap_or_default()

@@ -362,7 +362,7 @@ fn spawn_ranks(
         }
         let streams = streams(launch.mode, &files)?;
         let (path, argv) = match &launch.allocation {
-            Some(job) => {
+            Some(job) if !job.starts_here(place.node as usize) => {
                 let step = job.step(
                     place.node as usize,
                     place.cores.len(),
@@ -376,7 +376,7 @@ fn spawn_ranks(
                     .collect::<Result<Vec<_>, _>>()?;
                 (cstring(&step[0], "the program path")?, argv)
             }
-            None => (path.clone(), argv.clone()),
+            _ => (path.clone(), argv.clone()),
         };
         let spec = spawn::Spec {
             path,
