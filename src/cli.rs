@@ -856,8 +856,8 @@ fn submit_to_slurm(
         eprintln!("error: --backend slurm: {why}");
         return Ok(ExitCode::from(2));
     }
-    let opts = slurp_runtime::slurm::Options {
-        partition: args.partition.clone(),
+    let opts = slurp_runtime::batch::Options {
+        queue: args.partition.clone(),
         poll: std::time::Duration::from_millis(500),
         cwd: options.cwd.clone(),
         run_dir: options.run_dir.clone(),
@@ -874,7 +874,15 @@ fn submit_to_slurm(
         )
     };
     let mut console = crate::console::Console::new(options.output, None);
-    match slurp_runtime::slurm::run(&loaded.program, &opts, &mut console, journal, &sources) {
+    let mut slurm = slurp_runtime::slurm::Slurm::default();
+    match slurp_runtime::batch::run(
+        &mut slurm,
+        &loaded.program,
+        &opts,
+        &mut console,
+        journal,
+        &sources,
+    ) {
         Ok(report) => {
             if !(args.quiet && report.succeeded()) {
                 crate::console::summary(loaded, &report);

@@ -6,6 +6,7 @@
 //! against. It never parses text.
 
 pub mod allocation;
+pub mod batch;
 pub mod core;
 pub mod exec;
 mod ir;

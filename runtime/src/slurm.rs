@@ -1,57 +1,25 @@
-//! `--backend slurm`: every task becomes a Slurm job, and slurp follows
-//! them to the end.
+//! `--backend slurm`: Slurm's commands for the batch driver
+//! ([`crate::batch`]).
 //!
-//! The workflow is cut into submission units — one job per task, or one
-//! job array per sweep whose elements share everything but their command
-//! and environment (same dependencies, resources, limits, no own output
-//! file). Units are submitted in dependency order with `sbatch --parsable`,
-//! each naming its dependencies' job ids (`--dependency=afterok:…`,
-//! `--kill-on-invalid-dep=yes`), so Slurm, not slurp, sequences them and a
-//! failure's dependents are cancelled by Slurm and reported `skipped`. A
-//! nested entry becomes one allocation of its size whose program is
-//! `slurp CHILD`: inside it slurp runs the child's tasks as job steps
-//! (see [`crate::allocation`]). `retries=N` loops inside the job script.
-//!
-//! slurp then polls `squeue` (and `scontrol show job` once per finished job
-//! for its exit code), journals every transition, prints each job's output
-//! when it ends, and on Ctrl-C cancels what is left with `scancel`.
-//! Submission is all or nothing: if `sbatch` refuses a unit (bad
-//! partition, limits), the units already submitted are cancelled and the
-//! error is shown with Slurm's words and the task's line.
+//! A sweep whose elements share everything but their command and
+//! environment (same dependencies, resources, limits, no own output file)
+//! is one job array; every other task its own job. Each is an `sbatch
+//! --parsable` script (`RUN/jobs/N.sh`) naming its dependencies' jobs
+//! (`--dependency=afterok:…`: a whole array by its id, elements as
+//! `ID_INDEX`) with `--kill-on-invalid-dep=yes`. A nested entry is one
+//! allocation of its size whose program is `slurp --quiet CHILD`: inside it
+//! slurp runs the child's tasks as job steps ([`crate::allocation`]).
+//! `retries=N` loops inside the script. States come from `squeue -t all`,
+//! exit codes from `scontrol show job` once a job ended.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use crate::Capacity;
-use crate::core::{Outcome, Reason, State};
-use crate::exec::OutputMode;
+use crate::batch::{Dep, Options, Seen, System, Unit, output_files, quote};
+use crate::core::{Outcome, State};
 use crate::ir::{Program, TaskId, WorkflowId};
-use crate::journal::{Journal, Record};
-use crate::run::{Failure, Observer, Report};
-
-/// How to submit.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// `--partition`, when given.
-    pub partition: Option<String>,
-    /// Time between two looks at the queue.
-    pub poll: Duration,
-    pub cwd: PathBuf,
-    /// The run's directory: job scripts and output go under it.
-    pub run_dir: PathBuf,
-    /// This slurp, for nested entries.
-    pub slurp: PathBuf,
-    pub output: OutputMode,
-}
-
-/// A job or a job array: the tasks it runs, in array index order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unit {
-    pub tasks: Vec<TaskId>,
-    pub array: bool,
-}
 
 /// The cluster's biggest node and how many nodes it has (`sinfo`), for
 /// checking requests before anything is submitted.
@@ -164,15 +132,6 @@ pub fn plan(program: &Program) -> Vec<Unit> {
     order.into_iter().map(|u| units[u].clone()).collect()
 }
 
-/// Single-quotes `s` for sh.
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-fn safe(name: &str) -> String {
-    name.replace('/', "_")
-}
-
 /// The sbatch options and the script of a unit.
 pub fn script(
     program: &Program,
@@ -219,14 +178,13 @@ pub fn script(
         let secs = limit.get() * (u64::from(task.retries) + 1);
         args.push(format!("--time={}", secs.div_ceil(60)));
     }
-    if let Some(p) = &opts.partition {
+    if let Some(p) = &opts.queue {
         args.push(format!("--partition={p}"));
     }
     if !after.is_empty() {
         args.push(format!("--dependency=afterok:{}", after.join(":")));
         args.push("--kill-on-invalid-dep=yes".to_owned());
     }
-    let out = opts.run_dir.join("out");
     match (wf.output(first), unit.array) {
         (Some(file), _) => {
             let path = opts.cwd.join(file);
@@ -234,13 +192,15 @@ pub fn script(
             args.push(format!("--error={}", path.display()));
         }
         (None, true) => {
+            let (out, err) = array_files(&opts.run_dir, &name);
             args.push(format!("--array=0-{}", unit.tasks.len() - 1));
-            args.push(format!("--output={}/{}-%a.out", out.display(), safe(&name)));
-            args.push(format!("--error={}/{}-%a.err", out.display(), safe(&name)));
+            args.push(format!("--output={}", out.display()));
+            args.push(format!("--error={}", err.display()));
         }
         (None, false) => {
-            args.push(format!("--output={}/{}.out", out.display(), safe(&name)));
-            args.push(format!("--error={}/{}.err", out.display(), safe(&name)));
+            let (out, err) = output_files(&opts.run_dir, &name);
+            args.push(format!("--output={}", out.display()));
+            args.push(format!("--error={}", err.display()));
         }
     }
     let mut s = String::from("#!/bin/sh\n");
@@ -306,17 +266,6 @@ pub fn script(
     (args, s)
 }
 
-/// Where one task stands.
-#[derive(Debug, Clone)]
-struct Tracked {
-    /// `123` or `123_4`.
-    job: String,
-    state: State,
-    reason: Reason,
-    detail: Option<String>,
-    stderr_tail: String,
-}
-
 fn squeue(ids: &[String]) -> Result<HashMap<String, (String, String)>, String> {
     let mut out = HashMap::new();
     for chunk in ids.chunks(500) {
@@ -367,363 +316,163 @@ fn scancel(ids: &[String]) {
     }
 }
 
-/// Submits the workflow and follows it to the end.
-pub fn run(
-    program: &Program,
-    opts: &Options,
-    observer: &mut dyn Observer,
-    mut journal: Option<Journal>,
-    sources: &dyn Fn(TaskId) -> String,
-) -> Result<Report, String> {
-    let started = Instant::now();
-    let wf = program.workflow(WorkflowId(0));
-    let ms = |s: Instant| s.elapsed().as_millis() as u64;
-    let mut log = |record: Record| {
-        if let Some(j) = &mut journal {
-            let _ = j.write(&record);
+/// An array's output files: `%a` is the element's index.
+fn array_files(run_dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf) {
+    output_files(run_dir, &format!("{name}-%a"))
+}
+
+/// Slurm, through its commands.
+#[derive(Debug, Default)]
+pub struct Slurm {
+    scripts: usize,
+}
+
+impl System for Slurm {
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn plan(&self, program: &Program) -> Vec<Unit> {
+        plan(program)
+    }
+
+    fn outputs(
+        &self,
+        program: &Program,
+        unit: &Unit,
+        index: usize,
+        run_dir: &std::path::Path,
+    ) -> (PathBuf, PathBuf) {
+        if !unit.array {
+            let wf = program.workflow(WorkflowId(0));
+            return output_files(run_dir, &wf.task_name(unit.tasks[index]));
         }
-    };
-    // Ctrl-C and SIGTERM from the first submission on: a signal during
-    // submission is seen at the first look at the queue, and cancels all.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let (mut interrupt, mut terminate) = {
-        use tokio::signal::unix::{SignalKind, signal};
-        let _inside = runtime.enter();
-        (
-            signal(SignalKind::interrupt()).map_err(|e| e.to_string())?,
-            signal(SignalKind::terminate()).map_err(|e| e.to_string())?,
-        )
-    };
-    std::fs::create_dir_all(opts.run_dir.join("out")).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(opts.run_dir.join("jobs")).map_err(|e| e.to_string())?;
-    let units = plan(program);
-    let mut job_of: HashMap<TaskId, (String, usize, usize)> = HashMap::new();
-    let mut tracked: BTreeMap<u32, Tracked> = BTreeMap::new();
-    let mut submitted: Vec<String> = Vec::new();
-    for (u, unit) in units.iter().enumerate() {
-        // afterok on whole arrays when every element is needed.
-        let mut after: Vec<String> = Vec::new();
-        let deps: Vec<TaskId> = {
-            let mut d: Vec<TaskId> = unit
-                .tasks
-                .iter()
-                .flat_map(|&t| wf.dependencies(t))
-                .collect();
-            d.sort_unstable_by_key(|t| t.0);
-            d.dedup();
-            d
-        };
-        let mut whole: HashMap<usize, usize> = HashMap::new();
-        for d in &deps {
-            *whole.entry(job_of[d].1).or_default() += 1;
-        }
-        for d in &deps {
-            let (id, du, index) = &job_of[d];
-            let array = units[*du].array;
-            let all = whole[du] == units[*du].tasks.len();
-            let text = match (array, all) {
-                (true, true) => id.split('_').next().unwrap_or(id).to_owned(),
-                (true, false) => format!("{}_{}", id.split('_').next().unwrap_or(id), index),
-                (false, _) => id.clone(),
+        let wf = program.workflow(WorkflowId(0));
+        let name = wf.template(wf.task(unit.tasks[0]).template).name();
+        let (out, err) = array_files(run_dir, &name);
+        let at =
+            |p: PathBuf| PathBuf::from(p.display().to_string().replace("%a", &index.to_string()));
+        (at(out), at(err))
+    }
+
+    fn submit(
+        &mut self,
+        program: &Program,
+        unit: &Unit,
+        after: &[Dep],
+        opts: &Options,
+    ) -> Result<Vec<String>, String> {
+        // A whole array by its id, single elements as ID_INDEX.
+        let mut ids: Vec<String> = Vec::new();
+        for dep in after {
+            let array = dep.job.split('_').next().unwrap_or(dep.job);
+            let id = match (dep.unit.array, dep.whole) {
+                (true, true) => array.to_owned(),
+                (true, false) => format!("{array}_{}", dep.index),
+                (false, _) => dep.job.to_owned(),
             };
-            if !after.contains(&text) {
-                after.push(text);
+            if !ids.contains(&id) {
+                ids.push(id);
             }
         }
-        let (args, body) = script(program, unit, opts, &after);
-        let path = opts.run_dir.join("jobs").join(format!("{u}.sh"));
-        std::fs::write(&path, &body).map_err(|e| e.to_string())?;
+        let (args, body) = script(program, unit, opts, &ids);
+        self.scripts += 1;
+        let path = opts
+            .run_dir
+            .join("jobs")
+            .join(format!("{}.sh", self.scripts));
+        std::fs::write(&path, body).map_err(|e| e.to_string())?;
         let out = Command::new("sbatch")
             .args(&args)
             .arg(&path)
             .current_dir(&opts.cwd)
-            .output();
-        let id = match out {
-            Ok(o) if o.status.success() => {
-                let text = String::from_utf8_lossy(&o.stdout);
-                text.trim().split(';').next().unwrap_or_default().to_owned()
-            }
-            other => {
-                let why = match other {
-                    Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
-                    Err(e) => format!("cannot run sbatch: {e}"),
-                };
-                scancel(&submitted);
-                return Err(format!(
-                    "{}: task `{}` could not be submitted: {why}{}",
-                    sources(unit.tasks[0]),
-                    wf.task_name(unit.tasks[0]),
-                    if submitted.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (the {} jobs already submitted were cancelled)",
-                            submitted.len()
-                        )
-                    }
-                ));
-            }
-        };
-        submitted.push(id.clone());
-        for (index, &t) in unit.tasks.iter().enumerate() {
-            let job = if unit.array {
-                format!("{id}_{index}")
-            } else {
-                id.clone()
-            };
-            job_of.insert(t, (job.clone(), u, index));
-            tracked.insert(
-                t.0,
-                Tracked {
-                    job: job.clone(),
-                    state: State::Pending,
-                    reason: Reason::Waiting,
-                    detail: None,
-                    stderr_tail: String::new(),
-                },
-            );
-            log(Record::State {
-                t: ms(started),
-                task: wf.task_name(t),
-                to: State::Pending,
-                reason: serde_json::json!({ "slurm_job": job }),
-                key: None,
-                src: None,
-            });
+            .output()
+            .map_err(|e| format!("cannot run sbatch: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
         }
+        // `--parsable` prints `ID` or `ID;CLUSTER`.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let id = text.trim().split(';').next().unwrap_or_default().to_owned();
+        Ok(if unit.array {
+            (0..unit.tasks.len()).map(|i| format!("{id}_{i}")).collect()
+        } else {
+            vec![id]
+        })
     }
-    // Follow until every task reached a final state.
-    let mut interrupted = false;
-    let mut attempts: HashMap<u32, u32> = HashMap::new();
-    loop {
-        let open: Vec<String> = tracked
-            .values()
-            .filter(|t| !t.state.is_final())
-            .map(|t| t.job.clone())
-            .collect();
-        if open.is_empty() {
-            break;
-        }
-        let seen = squeue(&open)?;
-        let before: HashMap<u32, State> = tracked.iter().map(|(t, k)| (*t, k.state)).collect();
-        let failed = |d: TaskId| {
-            before
-                .get(&d.0)
-                .is_some_and(|s| s.is_final() && *s != State::Succeeded)
-                || tracked_state(&seen, &job_of, d)
-                    .is_some_and(|s| s != "COMPLETED" && s != "PENDING" && s != "RUNNING")
-        };
-        for (&t, task) in tracked.iter_mut() {
-            if task.state.is_final() {
-                continue;
-            }
-            let id = TaskId(t);
-            let name = wf.task_name(id);
-            let Some((state, reason)) = seen.get(&task.job) else {
-                // Gone from the queue without a final state seen: ask once.
-                let (to, why) = match exit_code(&task.job) {
-                    Some((0, 0)) => (State::Succeeded, Reason::Ended(Outcome::Success)),
-                    Some((_, sig)) if sig > 0 => {
-                        (State::Failed, Reason::Ended(Outcome::Signal(sig)))
+
+    fn poll(&mut self, jobs: &[String]) -> Result<HashMap<String, Seen>, String> {
+        let queue = squeue(jobs)?;
+        let mut out = HashMap::new();
+        for job in jobs {
+            let seen = match queue.get(job) {
+                Some((word, reason)) => seen(word, reason, job),
+                // Gone from the queue before slurp saw it end: ask once.
+                None => {
+                    let mut s = seen("COMPLETED", "", job);
+                    match exit_code(job) {
+                        Some((0, 0)) => {}
+                        Some(code) => {
+                            s = seen("FAILED", "", job);
+                            s.outcome = Some(ended(code));
+                        }
+                        None => {
+                            s = seen("FAILED", "", job);
+                            s.outcome = Some(Outcome::SpawnError);
+                        }
                     }
-                    Some((code, _)) => (State::Failed, Reason::Ended(Outcome::Exit(code))),
-                    None => (State::Failed, Reason::Ended(Outcome::SpawnError)),
-                };
-                task.state = to;
-                task.reason = why;
-                task.detail = Some("the job left the queue before slurp saw it end".to_owned());
-                continue;
+                    s.detail = Some("the job left the queue before slurp saw it end".to_owned());
+                    s
+                }
             };
-            let to = match state.as_str() {
-                "PENDING" | "CONFIGURING" | "REQUEUED" | "RESV_DEL_HOLD" | "REQUEUE_HOLD"
-                | "SUSPENDED" => {
-                    if reason == "DependencyNeverSatisfied" {
-                        // Without kill-on-invalid-dep: cancel it ourselves.
-                        scancel(std::slice::from_ref(&task.job));
-                    }
-                    State::Pending
-                }
-                "RUNNING" | "COMPLETING" | "STAGE_OUT" | "SIGNALING" => State::Running,
-                "COMPLETED" => State::Succeeded,
-                "TIMEOUT" | "DEADLINE" => State::Timeout,
-                "CANCELLED" => State::Cancelled,
-                _ => State::Failed,
-            };
-            if to == task.state {
-                continue;
-            }
-            let mut reason_value = serde_json::json!({ "slurm": state });
-            match to {
-                State::Running => {
-                    *attempts.entry(t).or_default() += 1;
-                    log(Record::Start {
-                        t: ms(started),
-                        task: name.clone(),
-                        attempt: 1,
-                        nodes: Vec::new(),
-                        cores: Vec::new(),
-                        gpus: Vec::new(),
-                    });
-                    task.reason = Reason::Ready;
-                }
-                State::Succeeded => task.reason = Reason::Ended(Outcome::Success),
-                State::Timeout => task.reason = Reason::Ended(Outcome::Timeout),
-                State::Failed => {
-                    task.reason = match exit_code(&task.job) {
-                        Some((_, sig)) if sig > 0 => Reason::Ended(Outcome::Signal(sig)),
-                        Some((code, _)) => Reason::Ended(Outcome::Exit(code)),
-                        None => Reason::Ended(Outcome::SpawnError),
-                    };
-                    if state == "OUT_OF_MEMORY" {
-                        task.detail = Some("ran out of memory (Slurm OUT_OF_MEMORY)".to_owned());
-                    } else if state != "FAILED" {
-                        task.detail = Some(format!("Slurm says {state}"));
-                    }
-                }
-                State::Cancelled => task.reason = Reason::Ended(Outcome::Cancelled),
-                _ => {}
-            }
-            let mut to = to;
-            // Cancelled because a dependency failed: skipped, as at home.
-            let never = reason == "DependencyNeverSatisfied";
-            if to == State::Cancelled
-                && let Some(dep) = wf
-                    .dependencies(id)
-                    .find(|d| failed(*d))
-                    .or_else(|| never.then(|| wf.dependencies(id).next()).flatten())
-            {
-                to = State::Skipped;
-                task.reason = Reason::Dependency(dep);
-                reason_value = serde_json::json!({ "dependency": wf.task_name(dep) });
-            } else if let Reason::Ended(o) = &task.reason {
-                reason_value = serde_json::json!({ "ended": o, "slurm": state });
-            }
-            task.state = to;
-            log(Record::State {
-                t: ms(started),
-                task: name.clone(),
-                to,
-                reason: reason_value,
-                key: None,
-                src: to.is_final().then(|| sources(id)),
-            });
-            observer.event(
-                program,
-                WorkflowId(0),
-                "",
-                &crate::core::Event::Transition {
-                    time: crate::core::Time(ms(started)),
-                    task: id,
-                    to,
-                    reason: task.reason.clone(),
-                },
-            );
-            if to.is_final() && to != State::Skipped {
-                let show = !matches!(opts.output, OutputMode::Files | OutputMode::None);
-                let stderr = output(
-                    wf.output(id).is_some(),
-                    &opts.run_dir,
-                    &job_of[&id],
-                    &units,
-                    &name,
-                    show.then_some(&mut *observer),
-                    wf,
-                );
-                let tail = stderr.len().saturating_sub(2048);
-                task.stderr_tail = String::from_utf8_lossy(&stderr[tail..]).into_owned();
-            }
+            out.insert(job.clone(), seen);
         }
-        let stop = runtime.block_on(async {
-            tokio::select! {
-                _ = tokio::time::sleep(opts.poll) => false,
-                _ = interrupt.recv() => true,
-                _ = terminate.recv() => true,
-            }
-        });
-        if stop && !interrupted {
-            interrupted = true;
-            let open: Vec<String> = tracked
-                .values()
-                .filter(|t| !t.state.is_final())
-                .map(|t| t.job.clone())
-                .collect();
-            scancel(&open);
-            eprintln!("slurp: interrupted: cancelled {} Slurm jobs", open.len());
-        }
+        Ok(out)
     }
-    log(Record::End {
-        t: ms(started),
-        interrupted,
-    });
-    let mut counts = [0usize; 8];
-    let mut failures = Vec::new();
-    for (&t, task) in &tracked {
-        counts[task.state as usize] += 1;
-        if task.state != State::Succeeded {
-            failures.push(Failure {
-                workflow: WorkflowId(0),
-                task: TaskId(t),
-                scope: String::new(),
-                name: wf.task_name(TaskId(t)),
-                state: task.state,
-                reason: task.reason.clone(),
-                attempts: attempts.get(&t).copied().unwrap_or(0),
-                stderr_tail: task.stderr_tail.clone(),
-                error: task.detail.clone(),
-            });
-        }
+
+    fn cancel(&mut self, jobs: &[String]) {
+        scancel(jobs);
     }
-    Ok(Report {
-        counts,
-        failures,
-        interrupted,
-        elapsed: started.elapsed(),
-    })
 }
 
-fn tracked_state<'a>(
-    seen: &'a HashMap<String, (String, String)>,
-    job_of: &HashMap<TaskId, (String, usize, usize)>,
-    task: TaskId,
-) -> Option<&'a str> {
-    seen.get(&job_of.get(&task)?.0).map(|(s, _)| s.as_str())
-}
-
-/// A finished job's output: shown through the observer, as a local run
-/// would (when there is one), and its stderr returned for the summary.
-fn output(
-    own_file: bool,
-    run_dir: &Path,
-    (_, unit, index): &(String, usize, usize),
-    units: &[Unit],
-    name: &str,
-    mut observer: Option<&mut dyn Observer>,
-    wf: &crate::ir::Workflow,
-) -> Vec<u8> {
-    if own_file {
-        return Vec::new();
-    }
-    let base = if units[*unit].array {
-        let t = wf.task(units[*unit].tasks[0]);
-        format!("{}-{index}", safe(&wf.template(t.template).name()))
+/// An exit code as an outcome: a signal wins.
+fn ended((status, signal): (i32, i32)) -> Outcome {
+    if signal > 0 {
+        Outcome::Signal(signal)
     } else {
-        safe(name)
-    };
-    let mut err = Vec::new();
-    for (ext, stderr) in [("out", false), ("err", true)] {
-        if let Ok(bytes) = std::fs::read(run_dir.join("out").join(format!("{base}.{ext}")))
-            && !bytes.is_empty()
-        {
-            if let Some(o) = observer.as_deref_mut() {
-                o.output(name, stderr, &bytes);
-            }
-            if stderr {
-                err = bytes;
-            }
-        }
+        Outcome::Exit(status)
     }
-    err
+}
+
+/// One `squeue` line, in slurp's terms.
+fn seen(word: &str, reason: &str, job: &str) -> Seen {
+    let (state, outcome, detail) = match word {
+        "PENDING" | "CONFIGURING" | "REQUEUED" | "RESV_DEL_HOLD" | "REQUEUE_HOLD" | "SUSPENDED" => {
+            if reason == "DependencyNeverSatisfied" {
+                // Without kill-on-invalid-dep it would wait for ever.
+                scancel(&[job.to_owned()]);
+            }
+            (State::Pending, None, None)
+        }
+        "RUNNING" | "COMPLETING" | "STAGE_OUT" | "SIGNALING" => (State::Running, None, None),
+        "COMPLETED" => (State::Succeeded, Some(Outcome::Success), None),
+        "TIMEOUT" | "DEADLINE" => (State::Timeout, Some(Outcome::Timeout), None),
+        "CANCELLED" => (State::Cancelled, Some(Outcome::Cancelled), None),
+        other => {
+            let outcome = exit_code(job).map_or(Outcome::SpawnError, ended);
+            let detail = match other {
+                "FAILED" => None,
+                "OUT_OF_MEMORY" => Some("ran out of memory (Slurm OUT_OF_MEMORY)".to_owned()),
+                _ => Some(format!("Slurm says {other}")),
+            };
+            (State::Failed, Some(outcome), detail)
+        }
+    };
+    Seen {
+        state,
+        outcome,
+        word: word.to_owned(),
+        detail,
+        dependency: reason == "DependencyNeverSatisfied",
+    }
 }
