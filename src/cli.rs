@@ -78,7 +78,8 @@ struct RunArgs {
     /// `slurp runs` will not know this run
     #[arg(long)]
     no_journal: bool,
-    /// With `--backend slurm`: the partition to submit to
+    /// With `--backend slurm`: the partition to submit to; with `--backend
+    /// flux`: the queue
     #[arg(long, value_name = "PARTITION")]
     partition: Option<String>,
     /// Show no progress, and no summary when every task succeeded
@@ -198,8 +199,9 @@ struct InstanceArgs {
     nodes: Option<u32>,
     /// Where tasks run: `auto` starts them as job steps (`srun`) when slurp
     /// is the program of a Slurm job, here otherwise; `local` always here;
-    /// `slurm` submits every task as a Slurm job (sbatch) and follows them
-    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm"], global = true)]
+    /// `slurm` submits every task as a Slurm job (sbatch) and follows them;
+    /// `flux` as a Flux job (flux job submit)
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm", "flux"], global = true)]
     backend: String,
     /// Inside a Slurm job: start `all` ranks as job steps (srun; each is
     /// accounted by Slurm), or only those on `remote` nodes, starting the
@@ -243,10 +245,13 @@ impl InstanceArgs {
 
     fn capacity_of(&self, machine: &Machine) -> Capacity {
         let mut detected = machine.capacity();
-        // Submitting to Slurm: the cluster's biggest node is the limit.
-        if self.backend == "slurm"
-            && let Ok(cluster) = slurp_runtime::slurm::cluster_capacity()
-        {
+        // Submitting to Slurm or Flux: the biggest node is the limit.
+        let outside = match self.backend.as_str() {
+            "slurm" => slurp_runtime::slurm::cluster_capacity().ok(),
+            "flux" => slurp_runtime::flux::instance_capacity().ok(),
+            _ => None,
+        };
+        if let Some(cluster) = outside {
             detected = cluster;
         }
         // Inside a Slurm job the instance is the job: its nodes, its CPUs
@@ -482,10 +487,15 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
     };
     let mut out = io::stdout().lock();
     if json {
-        let slurm = job.as_ref().map(
-            |j| serde_json::json!({ "job": j.job, "nodes": j.nodes, "cpus_per_node": j.cpus }),
-        );
-        let value = serde_json::json!({ "capacity": capacity, "machine": machine, "slurm": slurm });
+        let allocation = job.as_ref().map(|j| {
+            serde_json::json!({
+                "manager": format!("{:?}", j.manager).to_lowercase(),
+                "job": j.job,
+                "nodes": j.nodes,
+                "cpus_per_node": j.cpus,
+            })
+        });
+        let value = serde_json::json!({ "capacity": capacity, "machine": machine, "allocation": allocation });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
@@ -497,9 +507,15 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
             }
         };
         if let Some(job) = &job {
+            let (what, how) = match job.manager {
+                slurp_runtime::allocation::Manager::Slurm => ("slurm   job", "its steps, srun"),
+                slurp_runtime::allocation::Manager::Flux => {
+                    ("flux    instance", "its jobs, flux run")
+                }
+            };
             writeln!(
                 out,
-                "slurm   job {} on {}  (tasks start as its steps, srun)",
+                "{what} {} on {}  (tasks start as {how})",
                 job.job,
                 job.nodes.join(",")
             )?;
@@ -804,8 +820,8 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
             )?)
         }
     };
-    if args.instance.backend == "slurm" {
-        return submit_to_slurm(&loaded, args, &options, journal);
+    if matches!(args.instance.backend.as_str(), "slurm" | "flux") {
+        return submit(&loaded, args, &options, journal);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -845,15 +861,20 @@ fn exit_status(report: &slurp_runtime::run::Report) -> ExitCode {
     }
 }
 
-/// `--backend slurm`: every task a Slurm job, followed to the end.
-fn submit_to_slurm(
+/// `--backend slurm|flux`: every task a job, followed to the end.
+fn submit(
     loaded: &Loaded,
     args: &RunArgs,
     options: &RunOptions,
     journal: Option<slurp_runtime::journal::Journal>,
 ) -> io::Result<ExitCode> {
-    if let Err(why) = slurp_runtime::slurm::cluster_capacity() {
-        eprintln!("error: --backend slurm: {why}");
+    let backend = args.instance.backend.as_str();
+    let reachable = match backend {
+        "flux" => slurp_runtime::flux::instance_capacity().map(|_| ()),
+        _ => slurp_runtime::slurm::cluster_capacity().map(|_| ()),
+    };
+    if let Err(why) = reachable {
+        eprintln!("error: --backend {backend}: {why}");
         return Ok(ExitCode::from(2));
     }
     let opts = slurp_runtime::batch::Options {
@@ -875,8 +896,13 @@ fn submit_to_slurm(
     };
     let mut console = crate::console::Console::new(options.output, None);
     let mut slurm = slurp_runtime::slurm::Slurm::default();
+    let mut flux = slurp_runtime::flux::Flux;
+    let system: &mut dyn slurp_runtime::batch::System = match backend {
+        "flux" => &mut flux,
+        _ => &mut slurm,
+    };
     match slurp_runtime::batch::run(
-        &mut slurm,
+        system,
         &loaded.program,
         &opts,
         &mut console,
@@ -892,7 +918,13 @@ fn submit_to_slurm(
         Err(why) => {
             eprintln!("error: {why}");
             eprintln!(
-                "hint: the message is Slurm's; `sinfo -s` lists the partitions, `scontrol show partition` their limits"
+                "hint: {}",
+                match backend {
+                    "flux" =>
+                        "the message is Flux's; `flux queue list` lists the queues and their limits",
+                    _ =>
+                        "the message is Slurm's; `sinfo -s` lists the partitions, `scontrol show partition` their limits",
+                }
             );
             Ok(ExitCode::from(2))
         }

@@ -572,7 +572,8 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
     }
     // Its slurp is gone: the Slurm jobs it submitted may still be queued.
     let text = std::fs::read_to_string(&events)?;
-    let mut jobs: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let mut jobs: std::collections::BTreeMap<String, (&str, String)> =
+        std::collections::BTreeMap::new();
     for line in text.lines() {
         let Ok(record) = serde_json::from_str::<slurp_runtime::journal::Record>(line) else {
             continue;
@@ -581,9 +582,12 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
             task, to, reason, ..
         } = record
         {
-            match reason.get("slurm_job").and_then(|j| j.as_str()) {
-                Some(job) => {
-                    jobs.insert(task, job.to_owned());
+            let job = ["slurm_job", "flux_job"]
+                .into_iter()
+                .find_map(|k| reason.get(k).and_then(|j| j.as_str()).map(|j| (k, j)));
+            match job {
+                Some((kind, job)) => {
+                    jobs.insert(task, (kind, job.to_owned()));
                 }
                 None if to.is_final() => {
                     jobs.remove(&task);
@@ -599,16 +603,26 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let ids: Vec<&String> = jobs.values().collect();
-    let status = std::process::Command::new("scancel").args(&ids).status()?;
+    let ids: Vec<&String> = jobs.values().map(|(_, id)| id).collect();
+    let flux = jobs.values().any(|(kind, _)| *kind == "flux_job");
+    let (program, args): (&str, &[&str]) = if flux {
+        ("flux", &["cancel"])
+    } else {
+        ("scancel", &[])
+    };
+    let status = std::process::Command::new(program)
+        .args(args)
+        .args(&ids)
+        .status()?;
     if !status.success() {
-        eprintln!("error: scancel failed for jobs {ids:?}");
+        eprintln!("error: `{program}` failed for jobs {ids:?}");
         return Ok(ExitCode::from(1));
     }
     eprintln!(
-        "slurp: run {}: cancelled {} Slurm jobs",
+        "slurp: run {}: cancelled {} {} jobs",
         replay.run,
-        ids.len()
+        ids.len(),
+        if flux { "Flux" } else { "Slurm" }
     );
     Ok(ExitCode::SUCCESS)
 }

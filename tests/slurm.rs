@@ -134,8 +134,9 @@ fn the_instance_is_the_allocation() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["slurm"]["job"], job);
-    assert_eq!(v["slurm"]["nodes"], serde_json::json!(["localhost"]));
+    assert_eq!(v["allocation"]["manager"], "slurm");
+    assert_eq!(v["allocation"]["job"], job);
+    assert_eq!(v["allocation"]["nodes"], serde_json::json!(["localhost"]));
     assert_eq!(v["capacity"]["cores_per_node"], 2);
     assert_eq!(v["capacity"]["nodes"], 1);
 }
@@ -592,4 +593,24 @@ fn srun_remote_starts_ranks_on_slurps_own_node_directly_within_the_job() {
             f["cpus_allowed"]
         );
     }
+}
+
+#[test]
+fn the_flux_backend_outside_flux_says_so_and_submits_nothing() {
+    // Flux cannot be installed here: this is what a user without it sees.
+    let t = Test::new().file("flow.slurp", "task a: touch ran\n");
+    let out = Command::new(binary())
+        .args(["--backend", "flux", "flow.slurp"])
+        .current_dir(t.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("FLUX_URI")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--backend flux") && stderr.contains("flux resource list"),
+        "{stderr}"
+    );
+    assert!(!t.path().join("ran").exists());
 }

@@ -5,15 +5,29 @@
 //! `srun --exact -N1 -n1 -c K -w NODE -- COMMAND`. The controller sees one
 //! job and a stream of steps, never a job per task.
 //!
+//! In a Flux instance (`flux alloc`, `flux batch`, or the broker of a
+//! nested entry under `--backend flux`) the same holds with Flux's
+//! commands: the instance's nodes and cores from `flux resource list`, and
+//! each rank `flux run -N1 -n1 -c K --requires=host:NODE -- COMMAND`.
+//!
 //! Only the outermost slurp of a job does this: a slurp inside a task (or
 //! inside a step) owns the slice its parent gave it, not the job.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// A Slurm job slurp runs in.
+/// Whose allocation it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manager {
+    Slurm,
+    Flux,
+}
+
+/// A Slurm job, or a Flux instance, slurp runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
+    pub manager: Manager,
+    /// The Slurm job id, or the Flux instance's URI.
     pub job: String,
     /// Host names, in the job's order.
     pub nodes: Vec<String>,
@@ -23,7 +37,7 @@ pub struct Allocation {
     pub mem_per_node: Option<u64>,
     /// GPUs per node (`SLURM_GPUS_ON_NODE`).
     pub gpus_per_node: u32,
-    /// `srun`, found on PATH.
+    /// `srun` (Slurm) or `flux` (Flux), found on PATH.
     pub srun: PathBuf,
     /// The index of the node slurp itself runs on (`SLURMD_NODENAME`).
     pub local: Option<usize>,
@@ -48,10 +62,13 @@ impl Allocation {
     /// another slurp (`SLURP_RUN_DIR`).
     pub fn detect() -> Result<Option<Allocation>, Unusable> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let Some(job) = var("SLURM_JOB_ID") else {
+        if var("SLURP_RUN_DIR").is_some() {
             return Ok(None);
+        }
+        let Some(job) = var("SLURM_JOB_ID") else {
+            return Self::flux();
         };
-        if var("SLURP_RUN_DIR").is_some() || var("SLURM_STEP_ID").is_some() {
+        if var("SLURM_STEP_ID").is_some() {
             return Ok(None);
         }
         let list = var("SLURM_JOB_NODELIST")
@@ -91,6 +108,7 @@ impl Allocation {
             .unwrap_or(0);
         let local = var("SLURMD_NODENAME").and_then(|n| nodes.iter().position(|m| *m == n));
         Ok(Some(Allocation {
+            manager: Manager::Slurm,
             local,
             direct_here: false,
             job,
@@ -107,8 +125,79 @@ impl Allocation {
         self.direct_here && self.local == Some(node)
     }
 
+    /// The Flux instance slurp is the initial program of (or runs in):
+    /// `FLUX_URI` set and `flux getattr instance-level` at least 1 — never
+    /// the system instance, whose resources are not slurp's to hand out.
+    fn flux() -> Result<Option<Allocation>, Unusable> {
+        let Some(uri) = std::env::var("FLUX_URI").ok().filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(flux) = which("flux") else {
+            return Ok(None);
+        };
+        let run = |args: &[&str]| -> Result<String, Unusable> {
+            let out = Command::new(&flux)
+                .args(args)
+                .output()
+                .map_err(|e| Unusable(format!("cannot run `flux {}`: {e}", args.join(" "))))?;
+            if !out.status.success() {
+                return Err(Unusable(format!(
+                    "`flux {}` failed: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        };
+        let level: u32 = run(&["getattr", "instance-level"])?.parse().unwrap_or(0);
+        if level == 0 {
+            return Ok(None);
+        }
+        let listing = run(&[
+            "resource",
+            "list",
+            "--states=up",
+            "--no-header",
+            "--format={nnodes} {ncores} {ngpus} {nodelist}",
+        ])?;
+        let fields: Vec<&str> = listing.split_whitespace().collect();
+        let [nnodes, ncores, ngpus, list, ..] = fields[..] else {
+            return Err(Unusable(format!(
+                "Flux instance {uri}: cannot read `flux resource list`: `{listing}`"
+            )));
+        };
+        let count = |s: &str| {
+            s.parse::<u32>().map_err(|_| {
+                Unusable(format!(
+                    "Flux instance {uri}: `{s}` in `flux resource list` is not a count"
+                ))
+            })
+        };
+        let (nnodes, ncores, ngpus) = (count(nnodes)?.max(1), count(ncores)?, count(ngpus)?);
+        let nodes = expand_hostlist(list).ok_or_else(|| {
+            Unusable(format!(
+                "Flux instance {uri}: cannot read the host list `{list}`"
+            ))
+        })?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let local = nodes.iter().position(|n| n == host.trim());
+        Ok(Some(Allocation {
+            manager: Manager::Flux,
+            job: uri,
+            cpus: vec![ncores / nnodes; nodes.len()],
+            nodes,
+            mem_per_node: None,
+            gpus_per_node: ngpus / nnodes,
+            srun: flux,
+            local,
+            direct_here: false,
+        }))
+    }
+
     /// The command that starts one rank as a step on `node` with `cores`
-    /// CPUs (and `mem` bytes, 0 for Slurm's default).
+    /// CPUs (and `mem` bytes, 0 for Slurm's default): `srun` in a Slurm
+    /// job, `flux run` pinned to the node (an RFC 31 `host:` constraint)
+    /// in a Flux instance.
     pub fn step(
         &self,
         node: usize,
@@ -117,6 +206,20 @@ impl Allocation {
         name: &str,
         argv: &[String],
     ) -> Vec<String> {
+        if self.manager == Manager::Flux {
+            let mut out = vec![
+                self.srun.display().to_string(),
+                "run".to_owned(),
+                "--nodes=1".to_owned(),
+                "--ntasks=1".to_owned(),
+                format!("--cores-per-task={}", cores.max(1)),
+                format!("--requires=host:{}", self.nodes[node]),
+                format!("--job-name={name}"),
+                "--".to_owned(),
+            ];
+            out.extend(argv.iter().cloned());
+            return out;
+        }
         let mut out = vec![
             self.srun.display().to_string(),
             format!("--jobid={}", self.job),
@@ -135,6 +238,46 @@ impl Allocation {
         out.extend(argv.iter().cloned());
         out
     }
+}
+
+/// A host list as Slurm and Flux print them: `n[01-03,7],gpu1` gives
+/// `n01 n02 n03 n7 gpu1` (one bracket group per name; ranges keep their
+/// zero padding).
+pub fn expand_hostlist(list: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rest = list.trim();
+    while !rest.is_empty() {
+        // The next name ends at a comma outside brackets.
+        let mut depth = 0i32;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    _ => {}
+                }
+                c == ',' && depth == 0
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let name = &rest[..end];
+        rest = rest[end..].strip_prefix(',').unwrap_or("");
+        let Some((prefix, tail)) = name.split_once('[') else {
+            out.push(name.to_owned());
+            continue;
+        };
+        let (ranges, suffix) = tail.split_once(']')?;
+        for range in ranges.split(',') {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            let width = lo.len();
+            let (a, b): (u64, u64) = (lo.parse().ok()?, hi.parse().ok()?);
+            if b < a {
+                return None;
+            }
+            out.extend((a..=b).map(|n| format!("{prefix}{n:0width$}{suffix}")));
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// `SLURM_JOB_CPUS_PER_NODE`: `72(x2),36` → `[72, 72, 36]`.
@@ -196,8 +339,53 @@ mod tests {
     }
 
     #[test]
+    fn host_lists_expand() {
+        assert_eq!(expand_hostlist("localhost").unwrap(), ["localhost"]);
+        assert_eq!(
+            expand_hostlist("n[01-03,7],gpu1").unwrap(),
+            ["n01", "n02", "n03", "n7", "gpu1"]
+        );
+        assert_eq!(
+            expand_hostlist("a[1-2]-ib,b").unwrap(),
+            ["a1-ib", "a2-ib", "b"]
+        );
+        assert_eq!(expand_hostlist("n[3-1]"), None);
+        assert_eq!(expand_hostlist("n[x]"), None);
+    }
+
+    #[test]
+    fn a_flux_rank_runs_on_its_host() {
+        let a = Allocation {
+            manager: Manager::Flux,
+            job: "local:///tmp/flux-x/local-0".into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus: vec![4, 4],
+            mem_per_node: None,
+            gpus_per_node: 0,
+            srun: "/usr/bin/flux".into(),
+            local: None,
+            direct_here: false,
+        };
+        assert_eq!(
+            a.step(1, 2, 0, "sim[3]", &["./sim".into()]),
+            [
+                "/usr/bin/flux",
+                "run",
+                "--nodes=1",
+                "--ntasks=1",
+                "--cores-per-task=2",
+                "--requires=host:n2",
+                "--job-name=sim[3]",
+                "--",
+                "./sim"
+            ]
+        );
+    }
+
+    #[test]
     fn a_step_names_its_node_and_cores() {
         let a = Allocation {
+            manager: Manager::Slurm,
             job: "42".into(),
             nodes: vec!["n1".into(), "n2".into()],
             cpus: vec![4, 4],

@@ -90,6 +90,21 @@ pub struct System {
     /// instances), as flux-core's own front ends write them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<serde_json::Value>,
+    /// RFC 26 dependencies on other Flux jobs; absent when there are none
+    /// (the RFC forbids an empty array). Filled in by the Flux backend.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<Dependency>,
+    /// The queue to run in (`flux submit --queue`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+}
+
+/// One RFC 26 dependency: `{"scheme": "afterok", "value": JOBID}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dependency {
+    pub scheme: String,
+    pub value: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -224,6 +239,8 @@ impl Program {
                         name: wf.task_name(id),
                     },
                     shell: (!shell.is_empty()).then(|| serde_json::json!({ "options": shell })),
+                    dependencies: Vec::new(),
+                    queue: None,
                 },
                 user: User {
                     slurp: SlurpMeta {

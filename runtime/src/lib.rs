@@ -9,6 +9,7 @@ pub mod allocation;
 pub mod batch;
 pub mod core;
 pub mod exec;
+pub mod flux;
 mod ir;
 pub mod jobspec;
 pub mod journal;
