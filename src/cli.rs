@@ -821,7 +821,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         }
     };
     if matches!(args.instance.backend.as_str(), "slurm" | "flux") {
-        return submit(&loaded, args, &options, journal);
+        return submit(&loaded, args, &options, journal, every);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -867,6 +867,7 @@ fn submit(
     args: &RunArgs,
     options: &RunOptions,
     journal: Option<slurp_runtime::journal::Journal>,
+    every: Option<std::time::Duration>,
 ) -> io::Result<ExitCode> {
     let backend = args.instance.backend.as_str();
     let reachable = match backend {
@@ -894,21 +895,27 @@ fn submit(
             template.source.line
         )
     };
-    let mut console = crate::console::Console::new(options.output, None);
+    let progress = crate::progress::Progress::new(
+        &loaded.program,
+        crate::progress::Mode::choose(args.quiet, every),
+    );
+    let mut console = crate::console::Console::new(options.output, progress);
     let mut slurm = slurp_runtime::slurm::Slurm::default();
     let mut flux = slurp_runtime::flux::Flux;
     let system: &mut dyn slurp_runtime::batch::System = match backend {
         "flux" => &mut flux,
         _ => &mut slurm,
     };
-    match slurp_runtime::batch::run(
+    let result = slurp_runtime::batch::run(
         system,
         &loaded.program,
         &opts,
         &mut console,
         journal,
         &sources,
-    ) {
+    );
+    console.finish();
+    match result {
         Ok(report) => {
             if !(args.quiet && report.succeeded()) {
                 crate::console::summary(loaded, &report);
