@@ -64,7 +64,40 @@ fn decisions(c: &mut Criterion) {
             })
         });
     }
+    // The two halves of a decision at 128 queued, apart.
+    let mut queue: Vec<u32> = (5000 - 128..5000).collect();
+    let mut users = Users::default();
+    let obs = observe(&decision(&jobs, &mut queue, &started, &starts), &model.normalisers, &mut users);
+    group.bench_function("128 queued: observation only", |b| {
+        b.iter(|| {
+            std::hint::black_box(observe(&decision(&jobs, &mut queue, &started, &starts), &model.normalisers, &mut users))
+        })
+    });
+    group.bench_function("128 queued: network only", |b| {
+        b.iter(|| std::hint::black_box(model.logits(&obs).expect("runs")))
+    });
     group.finish();
+}
+
+/// A decision with 17 nodes free at time 40,000.
+fn decision<'a>(
+    jobs: &'a [SimJob],
+    queue: &'a mut Vec<u32>,
+    started: &'a [u32],
+    starts: &'a [u64],
+) -> Decision<'a> {
+    Decision {
+        now: 40_000,
+        jobs,
+        machine: Machine {
+            nodes: 256,
+            procs_per_node: 1,
+        },
+        free_nodes: 17,
+        queue,
+        started,
+        starts,
+    }
 }
 
 criterion_group! {

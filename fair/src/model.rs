@@ -31,10 +31,24 @@ pub enum ModelError {
 type Plan = Arc<TypedRunnableModel>;
 
 /// A loaded policy network and the normalisers it was trained with.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Model {
     plan: Plan,
+    /// Run states kept between decisions: making one per call (tract's
+    /// `run`) is a third of a decision. One per concurrent caller; the
+    /// lock is held only to take or return one.
+    states: std::sync::Mutex<Vec<TypedSimpleState>>,
     pub normalisers: Normalisers,
+}
+
+impl Clone for Model {
+    fn clone(&self) -> Model {
+        Model {
+            plan: self.plan.clone(),
+            states: std::sync::Mutex::new(Vec::new()),
+            normalisers: self.normalisers,
+        }
+    }
 }
 
 /// Where a model's normalisers live: `MODEL.onnx.json`.
@@ -80,7 +94,11 @@ impl Model {
                 reason: "missing".into(),
             })?,
         };
-        let model = Model { plan, normalisers };
+        let model = Model {
+            plan,
+            states: std::sync::Mutex::new(Vec::new()),
+            normalisers,
+        };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
         let logits = model.logits(&Observation {
@@ -100,11 +118,17 @@ impl Model {
         let run = |e: TractError| ModelError::Run(format!("{e:#}"));
         let features = Tensor::from_shape(&[1, SLOTS, FEATURES], &obs.features).map_err(run)?;
         let mask = Tensor::from_shape(&[1, SLOTS], &obs.mask).map_err(run)?;
-        let out = self
-            .plan
-            .run(tvec!(features.into(), mask.into()))
-            .map_err(run)?;
+        let kept = self.states.lock().ok().and_then(|mut s| s.pop());
+        let mut state = match kept {
+            Some(state) => state,
+            None => self.plan.spawn().map_err(run)?,
+        };
+        let out = state.run(tvec!(features.into(), mask.into())).map_err(run)?;
         let view = out[0].to_plain_array_view::<f32>().map_err(run)?;
-        Ok(view.iter().copied().collect())
+        let logits = view.iter().copied().collect();
+        if let Ok(mut states) = self.states.lock() {
+            states.push(state);
+        }
+        Ok(logits)
     }
 }
