@@ -45,6 +45,35 @@ fn in_allocation(t: &Test, salloc: &[&str], args: &[&str]) -> (Output, String) {
     (out, job)
 }
 
+/// `sbatch --wait -n2 --wrap "slurp ARGS"` in the test's directory: the
+/// job's id and its output.
+fn in_batch(t: &Test, args: &str) -> (String, Vec<u8>) {
+    slurm();
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            "sbatch",
+            "--wait",
+            "--parsable",
+            "-n2",
+            "-o",
+            "out.txt",
+            "--wrap",
+        ])
+        .arg(format!("{} {args}", binary().display()))
+        .current_dir(t.path())
+        .env_remove("SLURP_RUN_DIR")
+        .output()
+        .expect("sbatch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (job, std::fs::read(t.path().join("out.txt")).unwrap())
+}
+
 /// `key=value` fields of each output line that has them, by its first word.
 fn fields(stdout: &[u8]) -> Vec<(String, std::collections::HashMap<String, String>)> {
     String::from_utf8_lossy(stdout)
@@ -225,29 +254,7 @@ fn a_batch_job_runs_slurp_as_its_program() {
             REPORT.replace("{name}", "t{i}")
         ),
     );
-    let out = Command::new("timeout")
-        .args([
-            "120",
-            "sbatch",
-            "--wait",
-            "--parsable",
-            "-n2",
-            "-o",
-            "out.txt",
-            "--wrap",
-        ])
-        .arg(format!("{} flow.slurp", binary().display()))
-        .current_dir(t.path())
-        .env_remove("SLURP_RUN_DIR")
-        .output()
-        .expect("sbatch");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let job = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let text = std::fs::read(t.path().join("out.txt")).unwrap();
+    let (job, text) = in_batch(&t, "flow.slurp");
     let seen = fields(&text);
     assert_eq!(seen.len(), 3, "{}", String::from_utf8_lossy(&text));
     for (name, f) in &seen {
@@ -556,29 +563,7 @@ fn srun_remote_starts_ranks_on_slurps_own_node_directly_within_the_job() {
             REPORT.replace("{name}", "t{i}")
         ),
     );
-    let out = Command::new("timeout")
-        .args([
-            "120",
-            "sbatch",
-            "--wait",
-            "--parsable",
-            "-n2",
-            "-o",
-            "out.txt",
-            "--wrap",
-        ])
-        .arg(format!("{} --srun remote flow.slurp", binary().display()))
-        .current_dir(t.path())
-        .env_remove("SLURP_RUN_DIR")
-        .output()
-        .expect("sbatch");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let job = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let text = std::fs::read(t.path().join("out.txt")).unwrap();
+    let (job, text) = in_batch(&t, "--srun remote flow.slurp");
     let seen = fields(&text);
     assert_eq!(seen.len(), 4, "{}", String::from_utf8_lossy(&text));
     let job_cpus = scontrol(&job)["NumCPUs"].clone();

@@ -67,10 +67,18 @@ fn decisions(c: &mut Criterion) {
     // The two halves of a decision at 128 queued, apart.
     let mut queue: Vec<u32> = (5000 - 128..5000).collect();
     let mut users = Users::default();
-    let obs = observe(&decision(&jobs, &mut queue, &started, &starts), &model.normalisers, &mut users);
+    let obs = observe(
+        &decision(&jobs, &mut queue, &started, &starts),
+        &model.normalisers,
+        &mut users,
+    );
     group.bench_function("128 queued: observation only", |b| {
         b.iter(|| {
-            std::hint::black_box(observe(&decision(&jobs, &mut queue, &started, &starts), &model.normalisers, &mut users))
+            std::hint::black_box(observe(
+                &decision(&jobs, &mut queue, &started, &starts),
+                &model.normalisers,
+                &mut users,
+            ))
         })
     });
     group.bench_function("128 queued: network only", |b| {

@@ -123,7 +123,9 @@ impl Model {
             Some(state) => state,
             None => self.plan.spawn().map_err(run)?,
         };
-        let out = state.run(tvec!(features.into(), mask.into())).map_err(run)?;
+        let out = state
+            .run(tvec!(features.into(), mask.into()))
+            .map_err(run)?;
         let view = out[0].to_plain_array_view::<f32>().map_err(run)?;
         let logits = view.iter().copied().collect();
         if let Ok(mut states) = self.states.lock() {
