@@ -36,9 +36,13 @@ pub struct SimArgs {
     /// Jobs per random window
     #[arg(long, value_name = "L", requires = "samples")]
     len: Option<usize>,
-    /// Seed of the random windows
+    /// Seed of the random windows, and of `--sample`'s draws
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
+    /// Learned policies draw each choice from their distribution (seeded by
+    /// --seed) instead of taking their best slot
+    #[arg(long)]
+    sample: bool,
     /// Print JSON (every window's figures and each user's) instead of a table
     #[arg(long)]
     json: bool,
@@ -139,7 +143,8 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
         None => Vec::new(),
     };
     for name in learned {
-        match fair(name, &workload, &windows, model) {
+        let sample = args.sample.then_some(args.seed);
+        match fair(name, &workload, &windows, model, sample) {
             Ok((result, first)) => {
                 results.push(result);
                 schedules.push(first);
@@ -204,6 +209,7 @@ fn fair(
     workload: &Workload,
     windows: &[Window],
     model: Model,
+    sample: Option<u64>,
 ) -> Result<(PolicyResult, slurp_sim::Schedule), String> {
     if model != Model::Reference {
         return Err(format!(
@@ -223,7 +229,8 @@ fn fair(
     let schedules = windows
         .iter()
         .map(|&w| {
-            slurp_fair::rollout::replay(&net, workload, w, backfill).map_err(|e| e.to_string())
+            slurp_fair::rollout::replay(&net, workload, w, backfill, sample)
+                .map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, String>>()?;
     let runs = schedules

@@ -163,21 +163,27 @@ fn episode(
     })
 }
 
-/// The schedule the policy makes of `window`, taking its best slot at
-/// every decision (the deterministic way to judge a model).
+/// The schedule the policy makes of `window`: its best slot at every
+/// decision (the deterministic way to judge a model), or with
+/// `sample: Some(seed)` a slot drawn from its distribution, the same draws
+/// for the same seed and window.
 pub fn replay(
     model: &Model,
     workload: &Workload,
     window: Window,
     backfill: bool,
+    sample: Option<u64>,
 ) -> Result<slurp_sim::Schedule, ModelError> {
     let mut users = Users::default();
     let mut failure = None;
+    let mut rng = sample.map(|seed| {
+        ChaCha8Rng::seed_from_u64(seed ^ (window.start as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    });
     let schedule = run_choosing(workload, window, backfill, |d| {
         let obs = observe(d, &model.normalisers, &mut users);
         match model.logits(&obs) {
             Ok(logits) => {
-                let (slot, _) = choose(&logits, None);
+                let (slot, _) = choose(&logits, rng.as_mut());
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }
             Err(e) => {
