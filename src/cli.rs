@@ -29,10 +29,15 @@ and memory it has. A task whose command is `slurp other.slurp` becomes a nested
 allocation: a child instance inside its own slice of resources.
 
 Examples:
+  slurp tasks.slurp                  run every task here (live progress on a terminal)
+  slurp status; slurp report         what happened, as a table; as an HTML page (report.html)
   slurp check tasks.slurp            check a file and summarise what it asks for
   slurp check --cores 64 big.slurp   check it against a 64-core machine
   slurp jobspec tasks.slurp          print each task as a Flux jobspec (JSON lines)
   slurp resources                    show what this instance owns
+  sbatch -N2 --wrap "slurp tasks.slurp"
+                                     run inside a Slurm job, every task a step of it
+  slurp --backend slurm tasks.slurp  every task its own Slurm job (or --backend flux)
   slurp sim trace.swf --policy fcfs,easy,sjf+easy
                                      replay a workload trace and compare policies
 
@@ -135,8 +140,8 @@ enum Command {
     /// List the runs recorded in .slurp/ here, oldest first
     Runs,
     /// Stop a live run (default: the latest) as Ctrl-C would: nothing more
-    /// starts, running tasks are stopped, Slurm jobs are cancelled
-    /// (scancel); for a run whose slurp died, cancels the Slurm jobs it left
+    /// starts, running tasks are stopped, Slurm or Flux jobs are cancelled;
+    /// for a run whose slurp died, cancels the jobs it left
     Cancel {
         /// A run id as `slurp runs` lists it, or a unique prefix of one
         run: Option<String>,
