@@ -35,7 +35,7 @@ Examples:
   slurp check --cores 64 big.slurp   check it against a 64-core machine
   slurp jobspec tasks.slurp          print each task as a Flux jobspec (JSON lines)
   slurp resources                    show what this instance owns
-  sbatch -N2 --wrap "slurp tasks.slurp"
+  sbatch -N2 --wrap 'slurp tasks.slurp'
                                      run inside a Slurm job, every task a step of it
   slurp --backend slurm tasks.slurp  every task its own Slurm job (or --backend flux)
   slurp sim trace.swf --policy fcfs,easy,sjf+easy
