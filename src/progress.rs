@@ -296,7 +296,8 @@ impl Progress {
         }
         for p in &within {
             if let Some(i) = counts.instances.get_mut(p) {
-                i.running = i.running + u64::from(now_running) - u64::from(was_running);
+                i.running =
+                    (i.running + u64::from(now_running)).saturating_sub(u64::from(was_running));
                 i.done += u64::from(to.is_final());
             }
         }

@@ -131,7 +131,13 @@ struct Tracked {
     detail: Option<String>,
     stderr_tail: String,
     started: bool,
+    /// Looks in a row that did not find the job.
+    missing: u32,
 }
+
+/// Looks at the queue a job may be absent from before slurp gives up on
+/// it (a system that forgets finished jobs fast, or a job purged by hand).
+const MISSING: u32 = 20;
 
 /// Submits the workflow to `system` and follows it to the end.
 pub fn run(
@@ -172,7 +178,7 @@ pub fn run(
     let mut job_of: HashMap<TaskId, (String, usize, usize)> = HashMap::new();
     let mut tracked: BTreeMap<u32, Tracked> = BTreeMap::new();
     let mut submitted: Vec<String> = Vec::new();
-    for unit in &units {
+    for (u, unit) in units.iter().enumerate() {
         let mut deps: Vec<TaskId> = unit
             .tasks
             .iter()
@@ -215,10 +221,6 @@ pub fn run(
                 ));
             }
         };
-        let u = units
-            .iter()
-            .position(|x| std::ptr::eq(x, unit))
-            .unwrap_or(0);
         for (index, (&t, job)) in unit.tasks.iter().zip(jobs).enumerate() {
             submitted.push(job.clone());
             job_of.insert(t, (job.clone(), u, index));
@@ -231,6 +233,7 @@ pub fn run(
                     detail: None,
                     stderr_tail: String::new(),
                     started: false,
+                    missing: 0,
                 },
             );
             let key = format!("{}_job", system.name());
@@ -270,8 +273,30 @@ pub fn run(
             if task.state.is_final() {
                 continue;
             }
-            let Some(news) = seen.get(&task.job) else {
-                continue;
+            let lost;
+            let news = match seen.get(&task.job) {
+                Some(news) => {
+                    task.missing = 0;
+                    news
+                }
+                None if task.missing + 1 < MISSING => {
+                    task.missing += 1;
+                    continue;
+                }
+                None => {
+                    lost = Seen {
+                        state: State::Failed,
+                        outcome: Some(Outcome::SpawnError),
+                        word: "unknown".to_owned(),
+                        detail: Some(format!(
+                            "job {} vanished from {}'s queue without an end slurp saw",
+                            task.job,
+                            system.name()
+                        )),
+                        dependency: false,
+                    };
+                    &lost
+                }
             };
             if news.state == task.state {
                 continue;
