@@ -55,7 +55,7 @@ svg text { font: 10px system-ui, sans-serif; fill: var(--muted); }
 .cancelled { fill: var(--cancelled); } .retried { fill: var(--retried); } .running { fill: var(--running); }
 .skipped { fill: var(--skipped); }
 .strip { fill: var(--succeeded); } .o1 { opacity: .25; } .o2 { opacity: .5; } .o3 { opacity: .75; } .o4 { opacity: 1; }
-.use-cores { fill: var(--succeeded); opacity: .7; } .use-gpus { fill: var(--timeout); opacity: .6; }
+.use-cores { fill: var(--succeeded); opacity: .7; } .use-gpus { fill: none; stroke: var(--timeout); stroke-width: 2; }
 table { border-collapse: collapse; margin-top: .5em; }
 th, td { padding: .2em .6em; text-align: left; border-bottom: 1px solid #e4e4e4; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -201,6 +201,9 @@ impl Page {
         }
         html.push_str(&gantt::gantt(timeline));
         html.push_str("<h3>Utilisation</h3>");
+        if timeline.lanes.iter().any(|l| l.gpu) {
+            html.push_str("<div class=\"legend\"><span><i style=\"background:var(--succeeded);opacity:.7\"></i>busy cores</span><span><i style=\"border-top:2px solid var(--timeout)\"></i>busy GPUs</span></div>");
+        }
         html.push_str(&gantt::utilisation(timeline));
         let _ = write!(
             html,
