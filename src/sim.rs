@@ -203,7 +203,8 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
 }
 
 /// A learned policy on every window: `fair:MODEL.onnx`, `+easy` to
-/// backfill (the reference's rule) while its choice waits.
+/// backfill while its choice waits (the reference's rule in the reference
+/// model, the core's EASY in slurp's).
 fn fair(
     name: &str,
     workload: &Workload,
@@ -211,11 +212,6 @@ fn fair(
     model: Model,
     sample: Option<u64>,
 ) -> Result<(PolicyResult, slurp_sim::Schedule), String> {
-    if model != Model::Reference {
-        return Err(format!(
-            "policy `{name}`: learned policies run in the reference model for now (--model reference)"
-        ));
-    }
     let (spec, backfill) = match name.strip_suffix("+easy") {
         Some(spec) => (spec, true),
         None => (name, false),
@@ -226,11 +222,14 @@ fn fair(
         ));
     };
     let net = slurp_fair::Model::load(Path::new(path), None).map_err(|e| e.to_string())?;
+    let net = std::sync::Arc::new(net);
     let schedules = windows
         .iter()
-        .map(|&w| {
-            slurp_fair::rollout::replay(&net, workload, w, backfill, sample)
-                .map_err(|e| e.to_string())
+        .map(|&w| match model {
+            Model::Reference => slurp_fair::rollout::replay(&net, workload, w, backfill, sample)
+                .map_err(|e| e.to_string()),
+            Model::Slurp => slurp_fair::chooser::replay(net.clone(), workload, w, backfill, sample)
+                .map_err(|e| e.to_string()),
         })
         .collect::<Result<Vec<_>, String>>()?;
     let runs = schedules

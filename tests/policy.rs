@@ -80,13 +80,28 @@ fn a_learned_policy_is_judged_beside_the_heuristics() {
         .collect();
     assert_eq!(names, ["fcfs", "fair:a.onnx"]);
     assert_eq!(doc["policies"][1]["windows"][0]["jobs"], 200);
-    // Learned policies need the reference model, and a model file.
-    Test::new()
+    // In slurp's own model too: the runtime core, the model choosing its
+    // head, with and without EASY backfilling.
+    let run = Test::new()
+        .file("a.onnx", actor())
+        .file("a.onnx.json", norm)
         .file("t.swf", busy_trace())
-        .args(&["sim", "t.swf", "--policy", "fair:a.onnx"])
+        .args(&[
+            "sim",
+            "t.swf",
+            "--window",
+            "0:200",
+            "--policy",
+            "fcfs,fair:a.onnx,easy,fair:a.onnx+easy",
+            "--json",
+        ])
         .run()
-        .invalid()
-        .stderr_has(&["learned policies run in the reference model"]);
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    for i in 0..4 {
+        assert_eq!(doc["policies"][i]["windows"][0]["jobs"], 200);
+    }
+    // A model file is needed, with its normalisers.
     Test::new()
         .file("a.onnx", actor())
         .file("t.swf", busy_trace())

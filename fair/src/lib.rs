@@ -6,8 +6,11 @@
 //! - [`model`]: the network as ONNX, run in-process with tract, its
 //!   normalisers beside it;
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
-//!   NumPy arrays for the PyTorch trainer (`fair/trainer/`).
+//!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
+//! - [`chooser`]: the model picking the head of the runtime core's queue
+//!   (slurp's own simulation model).
 
+pub mod chooser;
 pub mod model;
 pub mod observe;
 pub mod rollout;

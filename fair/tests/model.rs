@@ -217,3 +217,64 @@ fn rollouts_are_deterministic_per_seed_and_read_back() {
         );
     }
 }
+
+/// Whether a schedule of `window` starts every job once, never before its
+/// submission, and never uses more processors than the machine has.
+fn valid(workload: &Workload, schedule: &slurp_sim::Schedule) -> Result<(), String> {
+    let jobs = &workload.jobs[schedule.window.range()];
+    if schedule.starts.len() != jobs.len() || schedule.order.len() != jobs.len() {
+        return Err(format!(
+            "{} starts for {} jobs",
+            schedule.order.len(),
+            jobs.len()
+        ));
+    }
+    let mut events: Vec<(u64, i64)> = Vec::new();
+    for (job, &start) in jobs.iter().zip(&schedule.starts) {
+        if start < job.submit {
+            return Err(format!(
+                "job {} starts at {start}, before its submission {}",
+                job.id, job.submit
+            ));
+        }
+        events.push((start, i64::from(job.procs)));
+        events.push((start + job.run, -i64::from(job.procs)));
+    }
+    // Ends before starts at the same instant.
+    events.sort_by_key(|&(t, d)| (t, d));
+    let mut used = 0;
+    for (t, d) in events {
+        used += d;
+        if used > workload.machine.procs() as i64 {
+            return Err(format!("{used} processors in use at {t}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn in_slurps_model_the_model_chooses_the_cores_head_and_every_schedule_is_valid() {
+    let workload = busy();
+    let model = std::sync::Arc::new(actor());
+    let window = slurp_sim::Window { start: 0, len: 300 };
+    for backfill in [false, true] {
+        for sample in [None, Some(7)] {
+            let schedule =
+                slurp_fair::chooser::replay(model.clone(), &workload, window, backfill, sample)
+                    .unwrap();
+            valid(&workload, &schedule)
+                .unwrap_or_else(|e| panic!("backfill {backfill}, sample {sample:?}: {e}"));
+            let again =
+                slurp_fair::chooser::replay(model.clone(), &workload, window, backfill, sample)
+                    .unwrap();
+            assert_eq!(
+                schedule, again,
+                "deterministic (backfill {backfill}, sample {sample:?})"
+            );
+        }
+    }
+    // The model's choices are not FCFS's: the orders differ.
+    let fcfs = slurp_sim::engine::run(&workload, window, slurp_runtime::core::PolicyKind::FCFS);
+    let learned = slurp_fair::chooser::replay(model, &workload, window, false, None).unwrap();
+    assert_ne!(fcfs.order, learned.order, "the chooser was not consulted");
+}

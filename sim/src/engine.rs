@@ -12,7 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use slurp_runtime::core::{Core, Event, Job, Outcome, PolicyKind, Time};
+use slurp_runtime::core::{Chooser, Core, Event, Job, Outcome, PolicyKind, Time};
 use slurp_runtime::{Capacity, Request, TaskId};
 
 use crate::{Schedule, Window, Workload};
@@ -20,6 +20,18 @@ use crate::{Schedule, Window, Workload};
 /// Replays `window` of `workload` through the scheduler core under
 /// `policy`.
 pub fn run(workload: &Workload, window: Window, policy: PolicyKind) -> Schedule {
+    run_with(workload, window, policy, None)
+}
+
+/// The same, with `chooser` picking the head of the queue (a learned
+/// policy; `policy` then says only how to backfill). Task `i` is the
+/// window's job `i`.
+pub fn run_with(
+    workload: &Workload,
+    window: Window,
+    policy: PolicyKind,
+    chooser: Option<Box<dyn Chooser>>,
+) -> Schedule {
     let jobs = &workload.jobs[window.range()];
     // Every rank is one core, and any free core can host any rank: which
     // node a core is on never changes a schedule, so the machine is one
@@ -34,6 +46,9 @@ pub fn run(workload: &Workload, window: Window, policy: PolicyKind) -> Schedule 
     let ms = |secs: u64| Time(secs.saturating_mul(1000));
     let first = jobs.first().map_or(0, |j| j.submit);
     let mut core = Core::new(capacity, policy, Vec::new(), |_| [], ms(first));
+    if let Some(chooser) = chooser {
+        core.set_chooser(chooser);
+    }
     let mut starts = vec![0; jobs.len()];
     let mut order = Vec::with_capacity(jobs.len());
     // Ends of running jobs, earliest first.

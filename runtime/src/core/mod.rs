@@ -183,6 +183,17 @@ fn core_count(request: &Request) -> u32 {
     u32::try_from(request.total_cores()).unwrap_or(u32::MAX)
 }
 
+/// Picks the head of the queue in place of the policy's order: a learned
+/// policy. As RLScheduler's scheduler, it chooses once and its choice waits
+/// at the head until it can start; EASY backfills around it.
+pub trait Chooser: fmt::Debug {
+    /// One of `queue` (the runnable tasks, in submission order) at `now`,
+    /// with `free_cores` free. Anything not in `queue` counts as its first.
+    fn choose(&mut self, now: Time, queue: &[u32], free_cores: u64) -> u32;
+    /// `task` started at `now` (what a chooser learns from).
+    fn started(&mut self, _now: Time, _task: u32) {}
+}
+
 /// The scheduler core of one instance.
 #[derive(Debug)]
 pub struct Core {
@@ -208,6 +219,9 @@ pub struct Core {
     outbox: Vec<Event>,
     halted: bool,
     counts: [usize; 8],
+    /// A learned policy choosing the head, and its standing choice.
+    chooser: Option<Box<dyn Chooser>>,
+    chosen: Option<u32>,
 }
 
 impl Core {
@@ -266,6 +280,8 @@ impl Core {
             outbox: Vec::new(),
             halted: false,
             counts: [0; 8],
+            chooser: None,
+            chosen: None,
         };
         core.counts[State::Pending as usize] = n;
         for t in 0..n as u32 {
@@ -434,8 +450,34 @@ impl Core {
         policy::select(self, now);
     }
 
+    /// Lets `chooser` pick the head from now on. The queue keeps
+    /// submission order (FCFS), which backfilling tries its candidates in.
+    pub fn set_chooser(&mut self, chooser: Box<dyn Chooser>) {
+        debug_assert!(
+            self.queue.is_empty(),
+            "a chooser is set before tasks are queued"
+        );
+        self.policy.order = Order::Fcfs;
+        self.kinetic = None;
+        self.chooser = Some(chooser);
+    }
+
     /// The task that ranks first now.
     fn head(&mut self, now: Time) -> Option<u32> {
+        if let Some(chooser) = &mut self.chooser {
+            // The standing choice, while it waits.
+            if let Some(c) = self.chosen
+                && self.slots[c as usize].state == State::Runnable
+            {
+                return Some(c);
+            }
+            let queue: Vec<u32> = self.queue.iter().map(|&(_, t)| t).collect();
+            let first = *queue.first()?;
+            let pick = chooser.choose(now, &queue, self.cluster.free().cores);
+            let pick = if queue.contains(&pick) { pick } else { first };
+            self.chosen = Some(pick);
+            return Some(pick);
+        }
         match &mut self.kinetic {
             Some(kinetic) => kinetic.best(now.0),
             None => self.queue.first().map(|&(_, t)| t),
@@ -467,6 +509,12 @@ impl Core {
             unreachable!("the policy chose task {task}, which does not fit");
         };
         self.dequeue(now, task);
+        if self.chosen == Some(task) {
+            self.chosen = None;
+        }
+        if let Some(chooser) = &mut self.chooser {
+            chooser.started(now, task);
+        }
         let slot = &mut self.slots[task as usize];
         slot.attempts += 1;
         let attempt = slot.attempts;
