@@ -7,14 +7,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use slurp_runtime::core::{Chooser, PolicyKind, Time};
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
 use crate::observe::{Users, observe};
-use crate::rollout::choose;
+use crate::rollout::{choose, draws};
 use crate::{Model, ModelError};
 
 /// A model choosing among a window's jobs (task `i` is job `i`).
@@ -51,11 +50,7 @@ impl Learned {
             started: Vec::new(),
             jobs,
             users: Users::default(),
-            rng: sample.map(|seed| {
-                ChaCha8Rng::seed_from_u64(
-                    seed ^ (window.start as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-                )
-            }),
+            rng: sample.map(|seed| draws(seed, window)),
             failure: None,
         }
     }

@@ -86,6 +86,12 @@ pub struct Trajectory {
     pub metrics: Metrics,
 }
 
+/// The random draws of a sampled replay of `window`: one stream per seed
+/// and window, so windows replayed in any order draw the same.
+pub fn draws(seed: u64, window: Window) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ (window.start as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
 /// The slot to take from masked `logits`, and its log-probability.
 pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
     let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -176,9 +182,7 @@ pub fn replay(
 ) -> Result<slurp_sim::Schedule, ModelError> {
     let mut users = Users::default();
     let mut failure = None;
-    let mut rng = sample.map(|seed| {
-        ChaCha8Rng::seed_from_u64(seed ^ (window.start as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-    });
+    let mut rng = sample.map(|seed| draws(seed, window));
     let schedule = run_choosing(workload, window, backfill, |d| {
         let obs = observe(d, &model.normalisers, &mut users);
         match model.logits(&obs) {
