@@ -51,27 +51,35 @@ fn rollout_writes_arrays_and_the_normalisers_it_used() {
     assert_eq!(episodes.as_array().unwrap().len(), 3);
 }
 
-#[test]
-fn a_learned_policy_is_judged_beside_the_heuristics() {
-    let norm = r#"{"max_run":162754.0,"max_procs":256.0,"max_mem":0.0,"max_user":1.0,"max_group":1.0,"max_exe":1.0}"#;
+/// Normalisers for the test actor on the busy trace.
+const NORM: &str = r#"{"max_run":162754.0,"max_procs":256.0,"max_mem":0.0,"max_user":1.0,"max_group":1.0,"max_exe":1.0}"#;
+
+/// `slurp sim t.swf ARGS --json` beside the test actor and its
+/// normalisers, as JSON.
+fn judged(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["sim", "t.swf"];
+    all.extend_from_slice(args);
+    all.push("--json");
     let run = Test::new()
         .file("a.onnx", actor())
-        .file("a.onnx.json", norm)
+        .file("a.onnx.json", NORM)
         .file("t.swf", busy_trace())
-        .args(&[
-            "sim",
-            "t.swf",
-            "--model",
-            "reference",
-            "--window",
-            "0:200",
-            "--policy",
-            "fcfs,fair:a.onnx",
-            "--json",
-        ])
+        .args(&all)
         .run()
         .success();
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[test]
+fn a_learned_policy_is_judged_beside_the_heuristics() {
+    let doc = judged(&[
+        "--model",
+        "reference",
+        "--window",
+        "0:200",
+        "--policy",
+        "fcfs,fair:a.onnx",
+    ]);
     let names: Vec<&str> = doc["policies"]
         .as_array()
         .unwrap()
@@ -82,22 +90,12 @@ fn a_learned_policy_is_judged_beside_the_heuristics() {
     assert_eq!(doc["policies"][1]["windows"][0]["jobs"], 200);
     // In slurp's own model too: the runtime core, the model choosing its
     // head, with and without EASY backfilling.
-    let run = Test::new()
-        .file("a.onnx", actor())
-        .file("a.onnx.json", norm)
-        .file("t.swf", busy_trace())
-        .args(&[
-            "sim",
-            "t.swf",
-            "--window",
-            "0:200",
-            "--policy",
-            "fcfs,fair:a.onnx,easy,fair:a.onnx+easy",
-            "--json",
-        ])
-        .run()
-        .success();
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let doc = judged(&[
+        "--window",
+        "0:200",
+        "--policy",
+        "fcfs,fair:a.onnx,easy,fair:a.onnx+easy",
+    ]);
     for i in 0..4 {
         assert_eq!(doc["policies"][i]["windows"][0]["jobs"], 200);
     }
@@ -120,11 +118,8 @@ fn a_learned_policy_is_judged_beside_the_heuristics() {
 
 #[test]
 fn sampling_draws_from_the_policy_and_repeats_for_a_seed() {
-    let norm = r#"{"max_run":162754.0,"max_procs":256.0,"max_mem":0.0,"max_user":1.0,"max_group":1.0,"max_exe":1.0}"#;
     let figures = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec![
-            "sim",
-            "t.swf",
             "--model",
             "reference",
             "--samples",
@@ -133,18 +128,9 @@ fn sampling_draws_from_the_policy_and_repeats_for_a_seed() {
             "150",
             "--policy",
             "fair:a.onnx",
-            "--json",
         ];
         args.extend_from_slice(extra);
-        let run = Test::new()
-            .file("a.onnx", actor())
-            .file("a.onnx.json", norm)
-            .file("t.swf", busy_trace())
-            .args(&args)
-            .run()
-            .success();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        doc["policies"][0]["windows"].clone()
+        judged(&args)["policies"][0]["windows"].clone()
     };
     let greedy = figures(&[]);
     assert_eq!(greedy, figures(&[]), "argmax is deterministic");
