@@ -15,7 +15,7 @@ use slurp_interpreter::{Failure, Loaded, Options};
 use slurp_runtime::allocation::Allocation;
 use slurp_runtime::core::PolicyKind;
 use slurp_runtime::exec::OutputMode;
-use slurp_runtime::run::{Halt, RunOptions};
+use slurp_runtime::run::{Halt, Learned, RunOptions};
 use slurp_runtime::{Capacity, Machine, Program, TaskId, WorkflowId, amount, format_bytes};
 
 const ABOUT: &str =
@@ -677,10 +677,34 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         eprintln!("error: {message}");
         Ok(ExitCode::from(2))
     };
-    let policies: Vec<PolicyKind> = match args.policy.split(',').map(str::parse).collect() {
-        Ok(policies) => policies,
-        Err(e) => return usage(format!("{e}")),
-    };
+    // One policy per level of nesting; a learned one is a chooser on top
+    // of FCFS or EASY.
+    let mut policies: Vec<PolicyKind> = Vec::new();
+    let mut learned: Vec<Option<Arc<dyn Learned>>> = Vec::new();
+    for name in args.policy.split(',') {
+        match slurp_fair::spec::Spec::parse(name) {
+            Some(Ok(spec)) => {
+                let model = match spec.load() {
+                    Ok(model) => model,
+                    Err(e) => return usage(e),
+                };
+                policies.push(if spec.backfill {
+                    PolicyKind::EASY
+                } else {
+                    PolicyKind::FCFS
+                });
+                learned.push(Some(Arc::new(slurp_fair::chooser::ForRuns { model })));
+            }
+            Some(Err(e)) => return usage(e),
+            None => match name.parse() {
+                Ok(policy) => {
+                    policies.push(policy);
+                    learned.push(None);
+                }
+                Err(e) => return usage(format!("{e}")),
+            },
+        }
+    }
     let grace = match slurp_interpreter::parse_duration(&args.grace) {
         Ok(secs) => std::time::Duration::from_secs(secs.unwrap_or(0)),
         Err(e) => return usage(format!("`--grace {}`: {e}", args.grace)),
@@ -769,6 +793,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         capacity: opts.capacity,
         machine,
         policies,
+        learned,
         bind: !args.no_bind,
         output: match args.output.as_str() {
             "tag" => OutputMode::Tag,

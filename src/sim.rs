@@ -202,7 +202,7 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A learned policy on every window: `fair:MODEL.onnx`, `+easy` to
+/// A learned policy on every window: `fair` or `fair:MODEL.onnx`, `+easy` to
 /// backfill while its choice waits (the reference's rule in the reference
 /// model, the core's EASY in slurp's).
 fn fair(
@@ -212,17 +212,10 @@ fn fair(
     model: Model,
     sample: Option<u64>,
 ) -> Result<(PolicyResult, slurp_sim::Schedule), String> {
-    let (spec, backfill) = match name.strip_suffix("+easy") {
-        Some(spec) => (spec, true),
-        None => (name, false),
-    };
-    let Some(path) = spec.strip_prefix("fair:") else {
-        return Err(format!(
-            "policy `{name}`: give the model, `fair:MODEL.onnx` (no model ships yet)"
-        ));
-    };
-    let net = slurp_fair::Model::load(Path::new(path), None).map_err(|e| e.to_string())?;
-    let net = std::sync::Arc::new(net);
+    let spec = slurp_fair::spec::Spec::parse(name)
+        .unwrap_or_else(|| Err(format!("policy `{name}` is not a learned one")))?;
+    let backfill = spec.backfill;
+    let net = spec.load()?;
     let schedules = windows
         .iter()
         .map(|&w| match model {

@@ -144,3 +144,69 @@ fn sampling_draws_from_the_policy_and_repeats_for_a_seed() {
     // somewhere.
     assert_ne!(drawn, greedy, "sampling never departed from the best slot");
 }
+
+/// A workflow on 2 cores whose start order shows the policy: one wide
+/// task between two narrow ones, each writing its name when it starts.
+const THREE: &str = "\
+task n1 cores=1: echo n1 >> order; sleep 0.4
+task w cores=2: echo w >> order; sleep 0.4
+task n2 cores=1: echo n2 >> order; sleep 0.4
+";
+
+fn hand_set(name: &str) -> (Vec<u8>, Vec<u8>) {
+    let dir = repo().join("fair/tests/data");
+    (
+        std::fs::read(dir.join(format!("{name}.onnx"))).unwrap(),
+        std::fs::read(dir.join(format!("{name}.onnx.json"))).unwrap(),
+    )
+}
+
+/// The order `slurp --cores 2 --policy POLICY` starts THREE's tasks in.
+fn started(policy: &str) -> Vec<String> {
+    let (narrow, narrow_norm) = hand_set("narrowest-first");
+    let (wide, wide_norm) = hand_set("widest-first");
+    let test = Test::new()
+        .file("w.slurp", THREE)
+        .file("narrow.onnx", narrow)
+        .file("narrow.onnx.json", narrow_norm)
+        .file("wide.onnx", wide)
+        .file("wide.onnx.json", wide_norm)
+        .args(&["--cores", "2", "--policy", policy, "w.slurp"]);
+    test.run().success();
+    std::fs::read_to_string(test.path().join("order"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_learned_policy_chooses_what_a_real_run_starts() {
+    // FCFS without backfilling: the wide task waits for n1, n2 for it.
+    assert_eq!(started("fcfs"), ["n1", "w", "n2"]);
+    // A model preferring narrow tasks starts both before the wide one...
+    let narrow = started("fair:narrow.onnx");
+    assert_eq!(narrow.len(), 3);
+    assert_eq!(narrow[2], "w", "{narrow:?}");
+    // ... one preferring wide ones starts it first, though it came second.
+    let wide = started("fair:wide.onnx");
+    assert_eq!(wide[0], "w", "{wide:?}");
+    // With backfilling around its choice: the same choices here.
+    assert_eq!(started("fair:wide.onnx+easy")[0], "w");
+}
+
+#[test]
+fn a_learned_policy_that_cannot_be_loaded_stops_the_run_before_it_starts() {
+    let test = Test::new()
+        .file("w.slurp", THREE)
+        .file("bad.onnx", "not a model")
+        .args(&["--cores", "2", "--policy", "fair:bad.onnx", "w.slurp"]);
+    test.run()
+        .invalid()
+        .stderr_has(&["bad.onnx", "cannot read the model"]);
+    assert!(!test.path().join("order").exists(), "a task ran");
+    let missing = Test::new()
+        .file("w.slurp", THREE)
+        .args(&["--cores", "2", "--policy", "fair:", "w.slurp"]);
+    missing.run().invalid().stderr_has(&["fair:MODEL.onnx"]);
+}

@@ -1,9 +1,18 @@
 //! The learned policy as the scheduler core's [`Chooser`]: it picks the
 //! head of the queue in slurp's own simulation model (the runtime core on
-//! a virtual clock), with the same observation as in the reference model.
+//! a virtual clock) and in real runs, with the same observation as in the
+//! reference model.
 //!
 //! The core counts cores, not nodes: the machine is seen as one-processor
-//! nodes, so "can start now" means enough free cores.
+//! nodes, so "can start now" means enough free cores. A job's submission
+//! is when the core queued it (a trace's submit time in a replay, when its
+//! dependencies were met in a real run).
+//!
+//! In a real run ([`Learned::for_tasks`]) a task is a job whose estimate is
+//! its time limit and whose "user" is the line or sweep it comes from (a
+//! nested entry is one task of its parent's, so one user there); features
+//! are scaled by the instance itself — its cores, its longest time limit,
+//! its number of lines — as the model's were by its trace and machine.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +21,7 @@ use slurp_runtime::core::{Chooser, PolicyKind, Time};
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
-use crate::observe::{Users, observe};
+use crate::observe::{Normalisers, Users, observe};
 use crate::rollout::{choose, draws};
 use crate::{Model, ModelError};
 
@@ -20,6 +29,7 @@ use crate::{Model, ModelError};
 #[derive(Debug)]
 pub struct Learned {
     model: Arc<Model>,
+    norm: Normalisers,
     jobs: Vec<SimJob>,
     machine: Machine,
     starts: Vec<u64>,
@@ -39,21 +49,101 @@ impl Learned {
         window: Window,
         sample: Option<u64>,
     ) -> Learned {
-        let jobs = workload.jobs[window.range()].to_vec();
+        let norm = model.normalisers;
+        Learned::of(
+            model,
+            norm,
+            workload.jobs[window.range()].to_vec(),
+            workload.machine.procs(),
+            sample.map(|seed| draws(seed, window)),
+        )
+    }
+
+    /// For the tasks of a real run on `cores` cores (task `i` is
+    /// `tasks[i]`); `sample: Some(seed)` draws each choice.
+    pub fn for_tasks(
+        model: Arc<Model>,
+        tasks: &[Task],
+        cores: u64,
+        sample: Option<u64>,
+    ) -> Learned {
+        // A task without a time limit is taken to be as long as the
+        // longest that has one (an hour when none has).
+        let longest = tasks.iter().filter_map(|t| t.time_limit).max();
+        let longest = longest.unwrap_or(3600).max(1);
+        let jobs: Vec<SimJob> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let estimate = t.time_limit.unwrap_or(longest).max(1);
+                SimJob {
+                    id: i as i64,
+                    submit: 0,
+                    // Unknown until it ends: a started task's slowdown is
+                    // reckoned with its estimate.
+                    run: estimate,
+                    estimate,
+                    procs: t.cores,
+                    user: t.user,
+                    group: -1,
+                    exe: -1,
+                    mem: -1,
+                }
+            })
+            .collect();
+        let norm = Normalisers {
+            max_run: longest as f64,
+            max_procs: cores as f64,
+            max_mem: 0.0,
+            max_user: jobs.iter().map(|j| j.user).max().unwrap_or(0) as f64,
+            max_group: 0.0,
+            max_exe: 0.0,
+        };
+        let rng = sample.map(|seed| {
+            draws(
+                seed,
+                Window {
+                    start: 0,
+                    len: tasks.len(),
+                },
+            )
+        });
+        Learned::of(model, norm, jobs, cores, rng)
+    }
+
+    fn of(
+        model: Arc<Model>,
+        norm: Normalisers,
+        jobs: Vec<SimJob>,
+        cores: u64,
+        rng: Option<ChaCha8Rng>,
+    ) -> Learned {
         Learned {
             model,
+            norm,
             machine: Machine {
-                nodes: u32::try_from(workload.machine.procs()).unwrap_or(u32::MAX),
+                nodes: u32::try_from(cores).unwrap_or(u32::MAX),
                 procs_per_node: 1,
             },
             starts: vec![0; jobs.len()],
             started: Vec::new(),
             jobs,
             users: Users::default(),
-            rng: sample.map(|seed| draws(seed, window)),
+            rng,
             failure: None,
         }
     }
+}
+
+/// A task of a real run, as the learned policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    /// Cores over all its ranks.
+    pub cores: u32,
+    /// Seconds.
+    pub time_limit: Option<u64>,
+    /// Which "user" it is counted to (its line or sweep).
+    pub user: i64,
 }
 
 impl Chooser for Learned {
@@ -68,7 +158,7 @@ impl Chooser for Learned {
             started: &self.started,
             starts: &self.starts,
         };
-        let obs = observe(&decision, &self.model.normalisers, &mut self.users);
+        let obs = observe(&decision, &self.norm, &mut self.users);
         match self.model.logits(&obs) {
             Ok(logits) => {
                 let (slot, _) = choose(&logits, self.rng.as_mut());
@@ -85,6 +175,12 @@ impl Chooser for Learned {
         if let Some(start) = self.starts.get_mut(task as usize) {
             *start = now.0 / 1000;
             self.started.push(task);
+        }
+    }
+
+    fn queued(&mut self, ready: Time, task: u32) {
+        if let Some(job) = self.jobs.get_mut(task as usize) {
+            job.submit = ready.0 / 1000;
         }
     }
 }
@@ -133,5 +229,42 @@ impl Chooser for Shared {
         if let Ok(mut learned) = self.0.lock() {
             learned.started(now, task);
         }
+    }
+
+    fn queued(&mut self, ready: Time, task: u32) {
+        if let Ok(mut learned) = self.0.lock() {
+            learned.queued(ready, task);
+        }
+    }
+}
+
+/// The learned policy in real runs: each instance's core gets a chooser
+/// over its workflow's tasks, the users being the lines and sweeps.
+#[derive(Debug)]
+pub struct ForRuns {
+    pub model: Arc<Model>,
+}
+
+impl slurp_runtime::run::Learned for ForRuns {
+    fn chooser(
+        &self,
+        workflow: &slurp_runtime::Workflow,
+        capacity: &slurp_runtime::Capacity,
+    ) -> Box<dyn Chooser> {
+        let tasks: Vec<Task> = workflow
+            .tasks
+            .iter()
+            .map(|t| Task {
+                cores: u32::try_from(t.request.total_cores()).unwrap_or(u32::MAX),
+                time_limit: t.time_limit.map(|l| l.get()),
+                user: i64::from(t.template.0),
+            })
+            .collect();
+        Box::new(Learned::for_tasks(
+            self.model.clone(),
+            &tasks,
+            capacity.total_cores(),
+            None,
+        ))
     }
 }

@@ -8,12 +8,22 @@
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`chooser`]: the model picking the head of the runtime core's queue
-//!   (slurp's own simulation model).
+//!   (slurp's own simulation model, and real runs);
+//! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
 
 pub mod chooser;
 pub mod model;
 pub mod observe;
 pub mod rollout;
+pub mod spec;
 
 pub use model::{Model, ModelError};
 pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
+
+/// The model slurp ships (`stdlib/policies/`), built into the binary.
+pub fn shipped() -> Result<Model, String> {
+    Err(
+        "no model ships yet: give one, `fair:MODEL.onnx` (fair/trainer/README.md trains one)"
+            .into(),
+    )
+}

@@ -62,6 +62,22 @@ impl Model {
     /// Loads `path` and its normalisers (`path.json`), or `fallback` when
     /// the model has none beside it.
     pub fn load(path: &Path, fallback: Option<Normalisers>) -> Result<Model, ModelError> {
+        let bytes = std::fs::read(path).map_err(|e| ModelError::Unreadable {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let normalisers = std::fs::read_to_string(sidecar(path)).ok();
+        Model::from_bytes(path, &bytes, normalisers.as_deref(), fallback)
+    }
+
+    /// A model from its bytes and its normalisers' JSON (`fallback` when
+    /// there is none); `path` names it in errors.
+    pub fn from_bytes(
+        path: &Path,
+        bytes: &[u8],
+        normalisers: Option<&str>,
+        fallback: Option<Normalisers>,
+    ) -> Result<Model, ModelError> {
         let unreadable = |e: &dyn std::fmt::Display| ModelError::Unreadable {
             path: path.to_owned(),
             reason: e.to_string(),
@@ -70,7 +86,9 @@ impl Model {
             path: path.to_owned(),
             reason: format!("{e:#}"),
         };
-        let model = onnx().model_for_path(path).map_err(|e| unreadable(&e))?;
+        let model = onnx()
+            .model_for_read(&mut &bytes[..])
+            .map_err(|e| unreadable(&e))?;
         if model.inputs.len() != 2 || model.outputs.len() != 1 {
             return Err(shape(&format!(
                 "it has {} inputs and {} outputs",
@@ -84,12 +102,12 @@ impl Model {
             .and_then(|m| m.into_optimized())
             .and_then(|m| m.into_runnable())
             .map_err(|e| shape(&e))?;
-        let normalisers = match std::fs::read_to_string(sidecar(path)) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| ModelError::Normalisers {
+        let normalisers = match normalisers {
+            Some(text) => serde_json::from_str(text).map_err(|e| ModelError::Normalisers {
                 path: sidecar(path),
                 reason: e.to_string(),
             })?,
-            Err(_) => fallback.ok_or_else(|| ModelError::Normalisers {
+            None => fallback.ok_or_else(|| ModelError::Normalisers {
                 path: sidecar(path),
                 reason: "missing".into(),
             })?,

@@ -19,12 +19,13 @@ use npyz::WriterBuilder;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use slurp_runtime::core::Order;
 use slurp_sim::metrics::Metrics;
-use slurp_sim::reference::run_choosing;
+use slurp_sim::reference::{self, run_choosing};
 use slurp_sim::{Model as SimModel, Window, Workload};
 
 use crate::model::{Model, ModelError};
-use crate::observe::{FEATURES, SLOTS, Users, observe};
+use crate::observe::{FEATURES, Normalisers, SLOTS, Users, observe};
 
 /// How the users' mean bounded slowdowns become one score (the reference's
 /// `user_score_type`).
@@ -36,6 +37,18 @@ pub enum Score {
     #[default]
     Worst,
     Best,
+}
+
+impl Score {
+    /// The users' mean bounded slowdowns of `metrics` made one.
+    pub fn of(self, metrics: &Metrics) -> f64 {
+        let per_user = metrics.per_user.iter().map(|u| u.avg_bounded_slowdown);
+        match self {
+            Score::Mean => per_user.sum::<f64>() / metrics.per_user.len().max(1) as f64,
+            Score::Worst => per_user.fold(0.0, f64::max),
+            Score::Best => per_user.fold(f64::INFINITY, f64::min),
+        }
+    }
 }
 
 impl std::str::FromStr for Score {
@@ -65,6 +78,22 @@ pub struct Options {
     /// at least this average bounded slowdown: most windows of a real
     /// trace never queue, and a decision among one job teaches nothing.
     pub min_bsld: f64,
+    /// Reward the score's improvement on this heuristic's of the same
+    /// window instead of the score itself.
+    pub baseline: Option<Order>,
+    /// Windows kept for judging the model: no episode shares a job with
+    /// one of them.
+    pub hold_out: Vec<Window>,
+}
+
+/// Who plays the episodes.
+#[derive(Debug, Clone, Copy)]
+pub enum Player<'a> {
+    /// The network, its slot sampled from its distribution (or its best).
+    Network(&'a Model),
+    /// A heuristic, its best slot recorded as the action with log-prob 0:
+    /// what the trainer clones for a warm start.
+    Teacher(Order),
 }
 
 /// One decision.
@@ -81,7 +110,8 @@ pub struct Step {
 pub struct Trajectory {
     pub window: Window,
     pub steps: Vec<Step>,
-    /// Minus the aggregated per-user score, given at the last step.
+    /// Minus the aggregated per-user score (plus the baseline's score when
+    /// there is one), given at the last step.
     pub reward: f32,
     pub metrics: Metrics,
 }
@@ -119,7 +149,8 @@ pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
 }
 
 fn episode(
-    model: &Model,
+    player: Player<'_>,
+    norm: &Normalisers,
     workload: &Workload,
     window: Window,
     opts: &Options,
@@ -129,13 +160,28 @@ fn episode(
     let mut steps = Vec::new();
     let mut failure = None;
     let schedule = run_choosing(workload, window, opts.backfill, |d| {
-        let obs = observe(d, &model.normalisers, &mut users);
-        match model.logits(&obs) {
-            Ok(logits) => {
+        let obs = observe(d, norm, &mut users);
+        let chosen = match player {
+            // The teacher's best among the jobs the network is shown.
+            Player::Teacher(order) => {
+                let now = d.now;
+                let slot = (0..obs.jobs.len())
+                    .min_by_key(|&s| {
+                        let j = obs.jobs[s];
+                        (reference::key(order, &d.jobs[j as usize], now), j)
+                    })
+                    .unwrap_or(0);
+                Ok((slot, 0.0))
+            }
+            Player::Network(model) => model.logits(&obs).map(|logits| {
                 let (slot, logp) = choose(&logits, rng.as_mut());
                 // A padded slot can win only if the network ignores the
                 // mask; fall back to the first real one.
-                let slot = if slot < obs.jobs.len() { slot } else { 0 };
+                (if slot < obs.jobs.len() { slot } else { 0 }, logp)
+            }),
+        };
+        match chosen {
+            Ok((slot, logp)) => {
                 let job = obs.jobs[slot];
                 steps.push(Step {
                     features: obs.features,
@@ -155,16 +201,19 @@ fn episode(
         return Err(e);
     }
     let metrics = Metrics::of(workload, &schedule, SimModel::Reference);
-    let per_user = metrics.per_user.iter().map(|u| u.avg_bounded_slowdown);
-    let score = match opts.score {
-        Score::Mean => per_user.clone().sum::<f64>() / metrics.per_user.len().max(1) as f64,
-        Score::Worst => per_user.fold(0.0, f64::max),
-        Score::Best => per_user.fold(f64::INFINITY, f64::min),
-    };
+    // A heuristic's score of the same window is a baseline that depends
+    // on the window only, not on the actions: subtracting it leaves the
+    // policy gradient as it was and removes the spread between windows
+    // (a quiet window's worst user is at 1, a busy one's in the hundreds).
+    let baseline = opts.baseline.map_or(0.0, |order| {
+        let own = reference::run(workload, window, order, opts.backfill);
+        opts.score
+            .of(&Metrics::of(workload, &own, SimModel::Reference))
+    });
     Ok(Trajectory {
         window,
         steps,
-        reward: -score as f32,
+        reward: (baseline - opts.score.of(&metrics)) as f32,
         metrics,
     })
 }
@@ -203,23 +252,29 @@ pub fn replay(
 }
 
 /// `opts.trajectories` windows drawn as the reference draws them, keeping
-/// those where FCFS reaches `opts.min_bsld` (all when it is 1 or less).
+/// those where FCFS reaches `opts.min_bsld` (all when it is 1 or less) and
+/// that share no job with a window of `opts.hold_out`.
 pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, String> {
-    if opts.min_bsld <= 1.0 {
-        return Window::samples(workload.jobs.len(), opts.len, opts.trajectories, opts.seed);
-    }
-    // Draw in rounds from a seed sequence; give up after 100 rounds' worth.
+    let held = |w: &Window| {
+        opts.hold_out
+            .iter()
+            .any(|h| w.start < h.start + h.len && h.start < w.start + w.len)
+    };
+    let busy = |w: &Window| {
+        opts.min_bsld <= 1.0 || {
+            let fcfs = reference::run(workload, *w, Order::Fcfs, false);
+            Metrics::of(workload, &fcfs, SimModel::Reference).avg_bounded_slowdown >= opts.min_bsld
+        }
+    };
+    // Draw in rounds from a seed sequence (the first round is the plain
+    // draw of the seed); give up after 100 rounds' worth.
     let mut kept = Vec::with_capacity(opts.trajectories);
     for round in 0..100u64 {
         let seed = opts
             .seed
             .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
         for w in Window::samples(workload.jobs.len(), opts.len, opts.trajectories, seed)? {
-            let fcfs =
-                slurp_sim::reference::run(workload, w, slurp_runtime::core::Order::Fcfs, false);
-            if Metrics::of(workload, &fcfs, SimModel::Reference).avg_bounded_slowdown
-                >= opts.min_bsld
-            {
+            if !held(&w) && busy(&w) {
                 kept.push(w);
                 if kept.len() == opts.trajectories {
                     return Ok(kept);
@@ -228,7 +283,7 @@ pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, 
         }
     }
     Err(format!(
-        "fewer than {} windows of {} jobs reach an FCFS bounded slowdown of {} (found {})",
+        "fewer than {} windows of {} jobs reach an FCFS bounded slowdown of {} outside the held-out ones (found {})",
         opts.trajectories,
         opts.len,
         opts.min_bsld,
@@ -236,9 +291,11 @@ pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, 
     ))
 }
 
-/// Plays `opts.trajectories` episodes of `workload`, in parallel.
+/// Plays `opts.trajectories` episodes of `workload`, in parallel, with
+/// `player`, observations scaled by `norm`.
 pub fn rollout(
-    model: &Model,
+    player: Player<'_>,
+    norm: &Normalisers,
     workload: &Workload,
     opts: &Options,
 ) -> Result<Vec<Trajectory>, String> {
@@ -259,7 +316,7 @@ pub fn rollout(
                                     opts.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                                 )
                             });
-                            (i, episode(model, workload, windows[i], opts, rng))
+                            (i, episode(player, norm, workload, windows[i], opts, rng))
                         })
                         .collect()
                 })

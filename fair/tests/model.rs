@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use slurp_fair::observe::Normalisers;
-use slurp_fair::rollout::{self, Options, Score, choose};
+use slurp_fair::rollout::{self, Options, Player, Score, choose};
 use slurp_fair::{Model, ModelError, Observation, SLOTS};
 use slurp_sim::{Machine, Workload};
 
@@ -127,6 +127,8 @@ fn options(seed: u64) -> Options {
         score: Score::Worst,
         greedy: false,
         min_bsld: 0.0,
+        baseline: None,
+        hold_out: Vec::new(),
     }
 }
 
@@ -153,6 +155,22 @@ fn busy_windows_are_the_ones_where_fcfs_queues() {
         rollout::busy_windows(&workload, &opts).unwrap(),
         "seeded"
     );
+    // Windows held out for judging are never played, nor any window that
+    // shares a job with one.
+    let held = Options {
+        hold_out: windows[..3].to_vec(),
+        ..options(3)
+    };
+    let played = rollout::busy_windows(&workload, &held).unwrap();
+    assert_eq!(played.len(), 6);
+    for w in &played {
+        for h in &held.hold_out {
+            assert!(
+                w.start + w.len <= h.start || h.start + h.len <= w.start,
+                "{w} overlaps the held-out {h}"
+            );
+        }
+    }
     let impossible = Options {
         min_bsld: 1e12,
         ..options(3)
@@ -174,9 +192,27 @@ fn read_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {
 fn rollouts_are_deterministic_per_seed_and_read_back() {
     let workload = busy();
     let model = actor();
-    let a = rollout::rollout(&model, &workload, &options(5)).unwrap();
-    let b = rollout::rollout(&model, &workload, &options(5)).unwrap();
-    let c = rollout::rollout(&model, &workload, &options(6)).unwrap();
+    let a = rollout::rollout(
+        Player::Network(&model),
+        &model.normalisers,
+        &workload,
+        &options(5),
+    )
+    .unwrap();
+    let b = rollout::rollout(
+        Player::Network(&model),
+        &model.normalisers,
+        &workload,
+        &options(5),
+    )
+    .unwrap();
+    let c = rollout::rollout(
+        Player::Network(&model),
+        &model.normalisers,
+        &workload,
+        &options(6),
+    )
+    .unwrap();
     let actions = |t: &[rollout::Trajectory]| -> Vec<i64> {
         t.iter()
             .flat_map(|t| t.steps.iter().map(|s| s.action))
@@ -215,6 +251,56 @@ fn rollouts_are_deterministic_per_seed_and_read_back() {
             std::fs::read(again.path().join(name)).unwrap(),
             "{name}"
         );
+    }
+}
+
+#[test]
+fn a_teacher_plays_its_heuristic_and_records_its_choices() {
+    use slurp_runtime::core::Order;
+    let workload = busy();
+    let norm = Normalisers::of(&workload);
+    for order in [Order::Fcfs, Order::Sjf, Order::F1] {
+        let played =
+            rollout::rollout(Player::Teacher(order), &norm, &workload, &options(9)).unwrap();
+        for t in &played {
+            // The episode is the heuristic's own schedule of the window.
+            let own = slurp_sim::reference::run(&workload, t.window, order, false);
+            let own = slurp_sim::Metrics::of(&workload, &own, slurp_sim::Model::Reference);
+            assert_eq!(
+                t.metrics.avg_bounded_slowdown, own.avg_bounded_slowdown,
+                "{order:?} {}",
+                t.window
+            );
+            assert_eq!(
+                t.metrics.worst_user_bounded_slowdown,
+                own.worst_user_bounded_slowdown
+            );
+            // Each action is a real slot, and under FCFS the oldest (slot 0:
+            // slots are in submit order while the queue fits).
+            for step in &t.steps {
+                assert_eq!(step.mask[step.action as usize], 1.0);
+                if order == Order::Fcfs {
+                    assert_eq!(step.action, 0);
+                }
+            }
+        }
+        // Against itself as the baseline, a teacher gains nothing.
+        let against = Options {
+            baseline: Some(order),
+            ..options(9)
+        };
+        let zero = rollout::rollout(Player::Teacher(order), &norm, &workload, &against).unwrap();
+        assert!(zero.iter().all(|t| t.reward == 0.0));
+        assert!(
+            played.iter().any(|t| t.reward < -1.0),
+            "the plain reward is minus the score"
+        );
+        if order != Order::Fcfs {
+            assert!(
+                played.iter().flat_map(|t| &t.steps).any(|s| s.action > 0),
+                "{order:?} never chose past the oldest job"
+            );
+        }
     }
 }
 

@@ -34,14 +34,51 @@ import onnx_actor  # noqa: E402
 SLOTS, FEATURES = onnx_actor.SLOTS, onnx_actor.FEATURES
 
 
+class Standardise(nn.Module):
+    """(x - shift) / scale per feature, fixed from data.
+
+    The features are fractions of trace-wide maxima, so most of them live
+    in a sliver near 0 (a typical estimate is 1e-3 of the longest); scaled
+    to unit spread they train far faster. Being affine, it folds into the
+    first layer at export: the model file keeps the plain contract.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("shift", torch.zeros(FEATURES))
+        self.register_buffer("scale", torch.ones(FEATURES))
+
+    def fit(self, rows):
+        self.shift.copy_(rows.mean(0))
+        self.scale.copy_(rows.std(0).clamp(min=1e-3))
+
+    def forward(self, x):
+        return (x - self.shift) / self.scale
+
+
 def slot_mlp():
     """9 -> 32 -> 16 -> 8 -> 1 with ReLU, applied to every slot."""
     return nn.Sequential(
+        Standardise(),
         nn.Linear(FEATURES, 32), nn.ReLU(),
         nn.Linear(32, 16), nn.ReLU(),
         nn.Linear(16, 8), nn.ReLU(),
         nn.Linear(8, 1),
     )
+
+
+# What a padded slot holds (slurp's observe.rs).
+PADDING = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def per_slot(mlp, obs, mask, padded):
+    """mlp over the real slots only, `padded` [1] in the others.
+
+    Most slots are padding (in busy RICC windows 15% are real), so the
+    per-slot network runs on those only: 6x less work than over all 128.
+    """
+    real = mask > 0
+    return padded.expand(mask.shape).masked_scatter(real, mlp(obs[real]).squeeze(-1))
 
 
 class Actor(nn.Module):
@@ -50,15 +87,23 @@ class Actor(nn.Module):
         self.mlp = slot_mlp()
 
     def forward(self, obs, mask):
-        return self.mlp(obs).squeeze(-1) + (mask - 1.0) * 1e6
+        # The exported graph's mlp(obs) + (mask - 1) * 1e6: a padded slot's
+        # softmax weight is 0 either way.
+        return per_slot(self.mlp, obs, mask, obs.new_full((1,), -1e6))
 
     def layers(self):
-        """The weights as onnx_actor's (W, b) list."""
+        """The weights as onnx_actor's (W, b) list, the standardisation
+        folded into the first layer: W' = W / scale, b' = b - (shift / scale) W."""
         linears = [m for m in self.mlp if isinstance(m, nn.Linear)]
-        return [
-            (lin.weight.detach().cpu().numpy().T.copy(), lin.bias.detach().cpu().numpy().copy())
+        out = [
+            (lin.weight.detach().cpu().double().numpy().T.copy(), lin.bias.detach().cpu().double().numpy().copy())
             for lin in linears
         ]
+        std = self.mlp[0]
+        shift, scale = std.shift.cpu().double().numpy(), std.scale.cpu().double().numpy()
+        w, b = out[0]
+        out[0] = (w / scale[:, None], b - (shift / scale) @ w)
+        return [(w.astype(np.float32), b.astype(np.float32)) for w, b in out]
 
 
 class Critic(nn.Module):
@@ -72,8 +117,9 @@ class Critic(nn.Module):
             nn.Linear(8, 1),
         )
 
-    def forward(self, obs):
-        return self.head(self.slot(obs).squeeze(-1)).squeeze(-1)
+    def forward(self, obs, mask):
+        padded = self.slot(obs.new_tensor([PADDING])).squeeze(-1)
+        return self.head(per_slot(self.slot, obs, mask, padded)).squeeze(-1)
 
 
 def export(actor, path, normalisers):
@@ -97,6 +143,56 @@ def advantages(rewards, values, episodes, lam):
     return adv
 
 
+def load(rollout_dir, device):
+    """A rollout's obs, mask, action, logp (tensors) and reward, episode (arrays)."""
+    arr = lambda name: np.load(os.path.join(rollout_dir, name))  # noqa: E731
+    tensors = [torch.as_tensor(arr(n), device=device) for n in ("obs.npy", "mask.npy", "action.npy", "logp.npy")]
+    return tensors + [arr("reward.npy"), arr("episode.npy")]
+
+
+def clone(args, actor, critic, common, device):
+    """Behaviour cloning: fit the actor to a heuristic's choices on its own
+    episodes, and the critic to those episodes' returns.
+
+    PPO from random weights learns slowly where most decisions are among one
+    job; starting from a good heuristic's ranking, it has only the fairness
+    left to learn. Returns the normalisers the episodes were observed with.
+    """
+    out = os.path.join(args.out, "clone")
+    subprocess.run([args.slurp, "policy", "rollout", "--teacher", args.clone,
+                    "--trajectories", str(args.clone_trajectories), "--seed", str(args.seed * 100_003 + 99_999),
+                    "--out", out] + common, check=True)
+    obs, mask, act, _, rewards, episodes = load(out, device)
+    real_rows = obs[mask > 0]
+    for net in (actor.mlp, critic.slot):
+        net[0].fit(real_rows)
+    # Decisions among one job teach nothing about the ranking.
+    choice = mask.sum(1) > 1
+    c_obs, c_mask, c_act = obs[choice], mask[choice], act[choice]
+    ret = torch.as_tensor(advantages(rewards, np.zeros_like(rewards), episodes, lam=1.0), device=device)
+    pi_opt = torch.optim.Adam(actor.parameters(), lr=3e-3)
+    v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    batch = 2048
+    for i in range(args.clone_iters):
+        pick = torch.randint(len(c_act), (batch,), generator=gen, device=device)
+        loss = nn.functional.cross_entropy(actor(c_obs[pick], c_mask[pick]), c_act[pick])
+        pi_opt.zero_grad()
+        loss.backward()
+        pi_opt.step()
+        pick = torch.randint(len(ret), (batch,), generator=gen, device=device)
+        v_loss = ((critic(obs[pick], mask[pick]) - ret[pick]) ** 2).mean()
+        v_opt.zero_grad()
+        v_loss.backward()
+        v_opt.step()
+        if i % 100 == 0 or i == args.clone_iters - 1:
+            with torch.no_grad():
+                agree = (actor(c_obs, c_mask).argmax(1) == c_act).float().mean().item()
+            print("clone {} iter {} loss {:.4f} agrees {:.1%} critic {:.1f}".format(
+                args.clone, i, loss.item(), agree, v_loss.item()), flush=True)
+    return os.path.join(out, "normalisers.json")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", required=True)
@@ -115,7 +211,20 @@ def main():
                     help="train on windows where FCFS reaches this average bounded slowdown")
     ap.add_argument("--lr", type=float, default=3e-4, help="the actor's learning rate")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop after the epoch that passes this")
+    ap.add_argument("--baseline", default=None,
+                    help="reward the improvement on this heuristic's score of each window (fcfs, sjf, f1, ...)")
+    ap.add_argument("--clone", default=None,
+                    help="first clone this heuristic's choices (fcfs, sjf, f1, ...): a warm start for PPO")
+    ap.add_argument("--clone-trajectories", type=int, default=400)
+    ap.add_argument("--clone-iters", type=int, default=1500)
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch")
+    ap.add_argument("--keep-every", type=int, default=0, metavar="K",
+                    help="keep the actor of every K-th epoch as OUT/model-EPOCH.onnx (the one played that epoch)")
+    ap.add_argument("--hold-out", default=None, metavar="SEED:COUNT",
+                    help="never train on the windows `slurp sim --samples COUNT --seed SEED` judges with")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
@@ -126,6 +235,16 @@ def main():
     v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
     rollout_dir = os.path.join(args.out, "rollout")
     normalisers = None
+    common = ["--trace", args.trace, "--len", str(args.len), "--score", args.score,
+              "--min-bsld", str(args.min_bsld)]
+    if args.backfill:
+        common.append("--backfill")
+    if args.baseline:
+        common += ["--baseline", args.baseline]
+    if args.hold_out:
+        common += ["--hold-out", args.hold_out]
+    if args.clone:
+        normalisers = clone(args, actor, critic, common, device)
     curve_path = os.path.join(args.out, "curve.csv")
     new_curve = not os.path.exists(curve_path)
     with open(curve_path, "a", newline="") as curve_file:
@@ -140,24 +259,16 @@ def main():
             started = time.perf_counter()
             model = os.path.join(args.out, "model-LAST.onnx")
             export(actor, model, normalisers)
-            cmd = [args.slurp, "policy", "rollout", "--model", model, "--trace", args.trace,
+            cmd = [args.slurp, "policy", "rollout", "--model", model,
                    "--trajectories", str(args.trajectories), "--seed", str(args.seed * 100_003 + epoch),
-                   "--out", rollout_dir, "--len", str(args.len), "--score", args.score,
-                   "--min-bsld", str(args.min_bsld)]
-            if args.backfill:
-                cmd.append("--backfill")
+                   "--out", rollout_dir] + common
             subprocess.run(cmd, check=True)
             normalisers = os.path.join(rollout_dir, "normalisers.json")
             rolled = time.perf_counter()
 
-            load = lambda name: np.load(os.path.join(rollout_dir, name))  # noqa: E731
-            obs = torch.as_tensor(load("obs.npy"), device=device)
-            mask = torch.as_tensor(load("mask.npy"), device=device)
-            act = torch.as_tensor(load("action.npy"), device=device)
-            logp_old = torch.as_tensor(load("logp.npy"), device=device)
-            rewards, episodes = load("reward.npy"), load("episode.npy")
+            obs, mask, act, logp_old, rewards, episodes = load(rollout_dir, device)
             with torch.no_grad():
-                values = critic(obs).cpu().numpy()
+                values = critic(obs, mask).cpu().numpy()
             adv = advantages(rewards, values, episodes, lam=0.97)
             ret = torch.as_tensor(adv + values, device=device)
             adv = torch.as_tensor((adv - adv.mean()) / (adv.std() + 1e-8), device=device)
@@ -178,7 +289,7 @@ def main():
                 pi_opt.step()
                 done_iters = i + 1
             for _ in range(args.v_iters):
-                v_loss = ((critic(obs) - ret) ** 2).mean()
+                v_loss = ((critic(obs, mask) - ret) ** 2).mean()
                 v_opt.zero_grad()
                 v_loss.backward()
                 v_opt.step()
@@ -191,6 +302,10 @@ def main():
             row = [epoch, mean("reward"), mean("avg_bounded_slowdown"), mean("worst_user_bounded_slowdown"),
                    mean("jain"), done_iters, kl, rolled - started, finished - rolled, finished - started,
                    device.type]
+            if args.keep_every and epoch % args.keep_every == 0:
+                kept = os.path.join(args.out, "model-{}.onnx".format(epoch))
+                shutil.copyfile(model, kept)
+                shutil.copyfile(normalisers, kept + ".json")
             curve.writerow(row)
             curve_file.flush()
             print("epoch {} reward {:.3f} bsld {:.2f} worst-user {:.2f} jain {:.3f} pi-iters {} "

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
-use crate::core::{Alloc, Core, Event, Outcome, PolicyKind, Reason, State, Time};
+use crate::core::{Alloc, Chooser, Core, Event, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
-use crate::ir::{Program, TaskId, WorkflowId};
+use crate::ir::{Program, TaskId, Workflow, WorkflowId};
 use crate::journal::{Journal, Placed, Record};
 use crate::resources::{Capacity, Machine};
 
@@ -46,6 +46,10 @@ pub struct RunOptions {
     /// The policy of each level of nesting, the last one for all deeper
     /// levels; a nested entry's `policy=` wins for its instance.
     pub policies: Vec<PolicyKind>,
+    /// A learned policy choosing the head at each level, beside
+    /// `policies` (the last for all deeper levels; none when empty). The
+    /// level's policy then gives only the backfilling.
+    pub learned: Vec<Option<std::sync::Arc<dyn Learned>>>,
     /// Bind ranks to their cores.
     pub bind: bool,
     pub output: OutputMode,
@@ -67,6 +71,35 @@ pub struct RunOptions {
     /// The Slurm job slurp runs in: ranks start as its steps, node `n` of
     /// the instance being the job's node `n`.
     pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
+}
+
+/// The core of an instance at nesting `level`: the level's policy (or the
+/// nested entry's `own`, which also overrides a learned one) and, if the
+/// level has one, its learned chooser.
+fn core_for(
+    opts: &RunOptions,
+    level: usize,
+    own: Option<PolicyKind>,
+    capacity: Capacity,
+    workflow: &Workflow,
+    now: Time,
+) -> Core {
+    let at = |n: usize| level.min(n.saturating_sub(1));
+    let policy = own.unwrap_or(opts.policies[at(opts.policies.len())]);
+    let learned = match own {
+        Some(_) => None,
+        None => opts.learned.get(at(opts.learned.len())).cloned().flatten(),
+    };
+    let mut core = Core::for_workflow(capacity, policy, workflow, now);
+    if let Some(learned) = learned {
+        core.set_chooser(now, learned.chooser(workflow, &capacity));
+    }
+    core
+}
+
+/// A learned policy: it makes the chooser of each instance's core.
+pub trait Learned: std::fmt::Debug + Send + Sync {
+    fn chooser(&self, workflow: &Workflow, capacity: &Capacity) -> Box<dyn Chooser>;
 }
 
 /// Sees what happens during a run.
@@ -205,7 +238,7 @@ pub async fn run(
     };
     let root = Instance {
         workflow: WorkflowId(0),
-        core: Core::for_workflow(capacity, opts.policies[0], program.root(), Time(0)),
+        core: core_for(opts, 0, None, capacity, program.root(), Time(0)),
         parent: None,
         nodes: (0..capacity.nodes).collect(),
         cores: vec![(0..capacity.cores_per_node).collect(); capacity.nodes as usize],
@@ -530,12 +563,11 @@ impl Driver<'_> {
         let template = workflow.template(workflow.task(task).template);
         let request = workflow.task(task).request;
         let level = parent.level + 1;
-        let policy = template
+        let own = template
             .extras
             .as_ref()
             .and_then(|x| x.policy.as_deref())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| self.opts.policies[level.min(self.opts.policies.len() - 1)]);
+            .and_then(|p| p.parse().ok());
         // Every node of the slice counts as the smallest share it got, so
         // the child can never use more than it was given.
         let capacity = Capacity {
@@ -586,7 +618,7 @@ impl Driver<'_> {
         let stop = watch::channel(self.stopping).0;
         self.instances.push(Instance {
             workflow: child,
-            core: Core::for_workflow(capacity, policy, child_wf, now),
+            core: core_for(self.opts, level, own, capacity, child_wf, now),
             parent: Some((i, task)),
             stop,
             deadline,

@@ -499,10 +499,13 @@ fn choosing(
     };
     let calls = std::rc::Rc::new(std::cell::Cell::new(0));
     let mut core = Core::new(capacity, policy, Vec::new(), |_| [], Time(0));
-    core.set_chooser(Box::new(Pick {
-        rule,
-        calls: calls.clone(),
-    }));
+    core.set_chooser(
+        Time(0),
+        Box::new(Pick {
+            rule,
+            calls: calls.clone(),
+        }),
+    );
     for &(c, limit, _) in jobs {
         core.submit(
             Time(0),

@@ -47,7 +47,7 @@ pub fn run_with(
     let first = jobs.first().map_or(0, |j| j.submit);
     let mut core = Core::new(capacity, policy, Vec::new(), |_| [], ms(first));
     if let Some(chooser) = chooser {
-        core.set_chooser(chooser);
+        core.set_chooser(ms(first), chooser);
     }
     let mut starts = vec![0; jobs.len()];
     let mut order = Vec::with_capacity(jobs.len());

@@ -15,10 +15,11 @@ use slurp_runtime::core::{Order, float_key};
 use crate::{Machine, Schedule, SimJob, Window, Workload};
 
 /// A key that sorts like the reference's score tuples.
-type Key = (u64, u64);
+pub type Key = (u64, u64);
 
 /// The reference's score of `job` under `order` at `now` (lowest first).
-fn key(order: Order, job: &SimJob, now: u64) -> Key {
+/// A teacher for the learned policy ranks the jobs it is shown with it.
+pub fn key(order: Order, job: &SimJob, now: u64) -> Key {
     let (s, r, n) = (job.submit as f64, job.estimate as f64, job.procs as f64);
     let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
     let w = now.saturating_sub(job.submit) as f64;

@@ -39,3 +39,18 @@ actor.SIZES = [8, 4, 1]
 actor.FEATURES = 8
 small = actor.random_weights(seed=1)
 onnx.save(actor.to_onnx(small), "wrong-shape.onnx")
+
+# Hand-set actors for the real-run tests: the logit is 10 x (1 - the
+# processors feature) or 10 x the processors feature, so the first picks
+# the narrowest task and the second the widest.
+for name, sign, bias in (("narrowest-first", -1.0, 1.0), ("widest-first", 1.0, 0.0)):
+    sizes = actor.SIZES = [9, 32, 16, 8, 1]
+    hand = [(np.zeros((i, o), dtype=np.float32), np.zeros(o, dtype=np.float32)) for i, o in zip(sizes, sizes[1:])]
+    hand[0][0][2, 0], hand[0][1][0] = sign, bias
+    hand[1][0][0, 0] = hand[2][0][0, 0] = 1.0
+    hand[3][0][0, 0] = 10.0
+    actor.FEATURES = 9
+    onnx.save(actor.to_onnx(hand), name + ".onnx")
+    with open(name + ".onnx.json", "w") as f:
+        json.dump({"max_run": 3600.0, "max_procs": 8.0, "max_mem": 0.0, "max_user": 1.0,
+                   "max_group": 0.0, "max_exe": 0.0}, f)

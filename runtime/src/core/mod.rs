@@ -192,6 +192,8 @@ pub trait Chooser: fmt::Debug {
     fn choose(&mut self, now: Time, queue: &[u32], free_cores: u64) -> u32;
     /// `task` started at `now` (what a chooser learns from).
     fn started(&mut self, _now: Time, _task: u32) {}
+    /// `task` joined the queue, runnable since `ready` (again, on a retry).
+    fn queued(&mut self, _ready: Time, _task: u32) {}
 }
 
 /// The scheduler core of one instance.
@@ -401,6 +403,9 @@ impl Core {
         if let Some(kinetic) = &mut self.kinetic {
             kinetic.insert(task, self.policy.slope(&slot.job), slot.ready.0, now.0);
         }
+        if let Some(chooser) = &mut self.chooser {
+            chooser.queued(slot.ready, task);
+        }
     }
 
     /// Takes a queued task out of both indexes.
@@ -451,15 +456,20 @@ impl Core {
     }
 
     /// Lets `chooser` pick the head from now on. The queue keeps
-    /// submission order (FCFS), which backfilling tries its candidates in.
-    pub fn set_chooser(&mut self, chooser: Box<dyn Chooser>) {
-        debug_assert!(
-            self.queue.is_empty(),
-            "a chooser is set before tasks are queued"
-        );
+    /// submission order (FCFS), which backfilling tries its candidates in;
+    /// tasks already queued are re-ranked so and shown to the chooser.
+    pub fn set_chooser(&mut self, now: Time, chooser: Box<dyn Chooser>) {
+        let queued: Vec<u32> = self.queue.iter().map(|&(_, t)| t).collect();
+        for &t in &queued {
+            self.dequeue(now, t);
+        }
         self.policy.order = Order::Fcfs;
         self.kinetic = None;
         self.chooser = Some(chooser);
+        self.chosen = None;
+        for t in queued {
+            self.enqueue(now, t);
+        }
     }
 
     /// The task that ranks first now.
