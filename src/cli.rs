@@ -59,9 +59,10 @@ struct Cli {
 struct RunArgs {
     /// Queue policy: `easy` (FCFS with EASY backfilling), `conservative`, or
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep` alone or with `+easy`
-    /// or `+conservative`; a list such as `easy,fcfs` gives one per level of
-    /// nesting (the last for all deeper levels); a nested entry's `policy=`
-    /// wins
+    /// or `+conservative`; or a learned policy choosing the next task,
+    /// `fair:MODEL.onnx` (`+easy` to backfill around its choice); a list such
+    /// as `easy,fcfs` gives one per level of nesting (the last for all
+    /// deeper levels); a nested entry's `policy=` wins
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = "easy")]
     policy: String,
     /// Do not bind tasks to their cores
@@ -740,7 +741,12 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                     source.display, template.source.line
                 );
                 eprintln!(
-                    "hint: the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative"
+                    "hint: the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative{}",
+                    if policy.starts_with("fair") {
+                        "; a learned policy is given per level with `--policy`, such as `--policy easy,fair:MODEL.onnx`"
+                    } else {
+                        ""
+                    }
                 );
                 return Ok(ExitCode::from(2));
             }

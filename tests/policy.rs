@@ -196,6 +196,39 @@ fn a_learned_policy_chooses_what_a_real_run_starts() {
 }
 
 #[test]
+fn a_learned_policy_can_schedule_one_level_of_nesting() {
+    let order = |policy: &str| -> Vec<String> {
+        let (wide, wide_norm) = hand_set("widest-first");
+        let test = Test::new()
+            .file("top.slurp", "task inner cores=2: slurp three.slurp\n")
+            .file("three.slurp", THREE)
+            .file("wide.onnx", wide)
+            .file("wide.onnx.json", wide_norm)
+            .args(&["--cores", "2", "--policy", policy, "top.slurp"]);
+        test.run().success();
+        std::fs::read_to_string(test.path().join("order"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    // The top level (one task) by FCFS, the nested instance by the model.
+    assert_eq!(order("fcfs,fair:wide.onnx")[0], "w");
+    assert_eq!(order("fair:wide.onnx,fcfs"), ["n1", "w", "n2"]);
+    // policy= in the file takes orders only, and says where a model goes.
+    Test::new()
+        .file(
+            "top.slurp",
+            "task inner cores=2 policy=fair: slurp three.slurp\n",
+        )
+        .file("three.slurp", THREE)
+        .args(&["--cores", "2", "top.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&["top.slurp:1", "`--policy easy,fair:MODEL.onnx`"]);
+}
+
+#[test]
 fn a_learned_policy_that_cannot_be_loaded_stops_the_run_before_it_starts() {
     let test = Test::new()
         .file("w.slurp", THREE)
