@@ -233,6 +233,12 @@ pub fn replay(
     let mut failure = None;
     let mut rng = sample.map(|seed| draws(seed, window));
     let schedule = run_choosing(workload, window, backfill, |d| {
+        // A queue of one leaves no choice (the mask rules out the rest):
+        // neither the observation nor the network is needed, and most
+        // decisions of a real trace are such.
+        if let [only] = d.queue[..] {
+            return only;
+        }
         let obs = observe(d, &model.normalisers, &mut users);
         match model.logits(&obs) {
             Ok(logits) => {
