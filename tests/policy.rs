@@ -196,6 +196,31 @@ fn a_learned_policy_chooses_what_a_real_run_starts() {
 }
 
 #[test]
+fn in_a_run_the_users_are_the_lines_and_sweeps() {
+    // One core. s1 starts first (all tied: no user has started a task);
+    // then the sweep, whose s1 has run, is no longer the calmest user: a
+    // model preferring the calmest user takes b before s2, which FCFS
+    // would start first. Were every task its own user, s2 would tie with b
+    // and go first.
+    let (calm, calm_norm) = hand_set("calmest-user-first");
+    let file = "\
+task s[i=1..2] cores=1: echo s{i} >> order; sleep 0.3
+task b cores=1: echo b >> order; sleep 0.3
+";
+    let order = |policy: &str| -> String {
+        let test = Test::new()
+            .file("w.slurp", file)
+            .file("calm.onnx", calm.clone())
+            .file("calm.onnx.json", calm_norm.clone())
+            .args(&["--cores", "1", "--policy", policy, "w.slurp"]);
+        test.run().success();
+        std::fs::read_to_string(test.path().join("order")).unwrap()
+    };
+    assert_eq!(order("fcfs"), "s1\ns2\nb\n");
+    assert_eq!(order("fair:calm.onnx"), "s1\nb\ns2\n");
+}
+
+#[test]
 fn a_learned_policy_can_schedule_one_level_of_nesting() {
     let order = |policy: &str| -> Vec<String> {
         let (wide, wide_norm) = hand_set("widest-first");

@@ -40,13 +40,15 @@ actor.FEATURES = 8
 small = actor.random_weights(seed=1)
 onnx.save(actor.to_onnx(small), "wrong-shape.onnx")
 
-# Hand-set actors for the real-run tests: the logit is 10 x (1 - the
-# processors feature) or 10 x the processors feature, so the first picks
-# the narrowest task and the second the widest.
-for name, sign, bias in (("narrowest-first", -1.0, 1.0), ("widest-first", 1.0, 0.0)):
+# Hand-set actors for the real-run tests: the logit is 10 x (bias + sign x one
+# feature). narrowest-first: 1 - the processors feature; widest-first: the
+# processors feature; calmest-user-first: the user's standing (feature 8, 1 for
+# a user whose started tasks have the lowest mean slowdown or none started).
+for name, feature, sign, bias in (("narrowest-first", 2, -1.0, 1.0), ("widest-first", 2, 1.0, 0.0),
+                                  ("calmest-user-first", 7, 1.0, 0.0)):
     sizes = actor.SIZES = [9, 32, 16, 8, 1]
     hand = [(np.zeros((i, o), dtype=np.float32), np.zeros(o, dtype=np.float32)) for i, o in zip(sizes, sizes[1:])]
-    hand[0][0][2, 0], hand[0][1][0] = sign, bias
+    hand[0][0][feature, 0], hand[0][1][0] = sign, bias
     hand[1][0][0, 0] = hand[2][0][0, 0] = 1.0
     hand[3][0][0, 0] = 10.0
     actor.FEATURES = 9
