@@ -14,14 +14,15 @@
 //! are scaled by the instance itself — its cores, its longest time limit,
 //! its number of lines — as the model's were by its trace and machine.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
-use slurp_runtime::core::{Chooser, PolicyKind, Time};
+use slurp_runtime::core::{Chooser, PolicyKind, Queue, Time};
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
-use crate::observe::{Normalisers, Users, observe};
+use crate::observe::{Normalisers, SLOTS, Users, interleave, observe_slots};
 use crate::rollout::{choose, draws};
 use crate::{Model, ModelError};
 
@@ -36,6 +37,11 @@ pub struct Learned {
     started: Vec<u32>,
     users: Users,
     rng: Option<ChaCha8Rng>,
+    /// The queue as the observation orders it: by submission, by
+    /// estimate, by processors (each then by submission and task).
+    waiting: BTreeSet<(u64, u32)>,
+    shortest: BTreeSet<(u64, u64, u32)>,
+    narrowest: BTreeSet<(u64, u64, u32)>,
     /// The first evaluation that failed; the first queued job stood in.
     pub failure: Option<ModelError>,
 }
@@ -130,6 +136,9 @@ impl Learned {
             jobs,
             users: Users::default(),
             rng,
+            waiting: BTreeSet::new(),
+            shortest: BTreeSet::new(),
+            narrowest: BTreeSet::new(),
             failure: None,
         }
     }
@@ -147,30 +156,59 @@ pub struct Task {
 }
 
 impl Chooser for Learned {
-    fn choose(&mut self, now: Time, queue: &[u32], free_cores: u64) -> u32 {
+    fn choose(&mut self, now: Time, queue: Queue<'_>, free_cores: u64) -> u32 {
+        let Some(first) = queue.first() else {
+            return 0;
+        };
         // No choice to make (the users' scores catch up at the next one).
-        if let [only] = queue {
-            return *only;
+        if queue.len() == 1 {
+            return first;
         }
-        let mut queue = queue.to_vec();
+        debug_assert_eq!(
+            self.waiting.len(),
+            queue.len(),
+            "the chooser's view of the queue"
+        );
+        // The slots from the sorted views kept since the tasks were queued:
+        // reading and selecting from a queue of thousands at every decision
+        // was most of a run's time.
+        let slots = if self.waiting.len() <= SLOTS {
+            self.waiting.iter().map(|&(_, j)| j).collect()
+        } else {
+            interleave(
+                self.shortest.iter().map(|&(_, _, j)| j),
+                self.narrowest.iter().map(|&(_, _, j)| j),
+            )
+        };
+        // Debug builds (the tests) check the kept views against the queue.
+        let mut whole = Vec::new();
+        if cfg!(debug_assertions) {
+            whole = queue.iter().collect();
+        }
         let decision = Decision {
             now: now.0 / 1000,
             jobs: &self.jobs,
             machine: self.machine,
             free_nodes: u32::try_from(free_cores).unwrap_or(u32::MAX),
-            queue: &mut queue,
+            // Read only by the check: the slots are given.
+            queue: &mut whole,
             started: &self.started,
             starts: &self.starts,
         };
-        let obs = observe(&decision, &self.norm, &mut self.users);
+        debug_assert_eq!(
+            slots,
+            crate::observe::slots(&decision),
+            "slots from the kept views"
+        );
+        let obs = observe_slots(&decision, slots, &self.norm, &mut self.users);
         match self.model.logits(&obs) {
             Ok(logits) => {
                 let (slot, _) = choose(&logits, self.rng.as_mut());
-                obs.jobs.get(slot).copied().unwrap_or(queue[0])
+                obs.jobs.get(slot).copied().unwrap_or(first)
             }
             Err(e) => {
                 self.failure.get_or_insert(e);
-                queue[0]
+                first
             }
         }
     }
@@ -185,6 +223,17 @@ impl Chooser for Learned {
     fn queued(&mut self, ready: Time, task: u32) {
         if let Some(job) = self.jobs.get_mut(task as usize) {
             job.submit = ready.0 / 1000;
+            self.waiting.insert((job.submit, task));
+            self.shortest.insert((job.estimate, job.submit, task));
+            self.narrowest.insert((job.procs.into(), job.submit, task));
+        }
+    }
+
+    fn left(&mut self, task: u32) {
+        if let Some(job) = self.jobs.get(task as usize) {
+            self.waiting.remove(&(job.submit, task));
+            self.shortest.remove(&(job.estimate, job.submit, task));
+            self.narrowest.remove(&(job.procs.into(), job.submit, task));
         }
     }
 }
@@ -222,10 +271,10 @@ pub fn replay(
 struct Shared(Arc<Mutex<Learned>>);
 
 impl Chooser for Shared {
-    fn choose(&mut self, now: Time, queue: &[u32], free_cores: u64) -> u32 {
+    fn choose(&mut self, now: Time, queue: Queue<'_>, free_cores: u64) -> u32 {
         match self.0.lock() {
             Ok(mut learned) => learned.choose(now, queue, free_cores),
-            Err(_) => queue[0],
+            Err(_) => queue.first().unwrap_or(0),
         }
     }
 
@@ -238,6 +287,12 @@ impl Chooser for Shared {
     fn queued(&mut self, ready: Time, task: u32) {
         if let Ok(mut learned) = self.0.lock() {
             learned.queued(ready, task);
+        }
+    }
+
+    fn left(&mut self, task: u32) {
+        if let Ok(mut learned) = self.0.lock() {
+            learned.left(task);
         }
     }
 }

@@ -84,20 +84,31 @@ impl Users {
         if d.started.len() == self.seen {
             return;
         }
+        let mut fell = false;
         for &j in &d.started[self.seen..] {
             let job = &d.jobs[j as usize];
             let wait = d.starts[j as usize] - job.submit.min(d.starts[j as usize]);
             let score = self.scores.entry(job.user).or_default();
+            let before = (score.1 > 0).then(|| score.0 / score.1 as f64);
             score.0 += bounded_slowdown(wait, job.run);
             score.1 += 1;
+            let after = score.0 / score.1 as f64;
+            if after >= self.largest {
+                self.largest = after;
+            } else if before == Some(self.largest) {
+                fell = true;
+            }
         }
         self.seen = d.started.len();
-        // A mean can fall as well as rise: recompute over the users.
-        self.largest = self
-            .scores
-            .values()
-            .map(|&(sum, n)| sum / n as f64)
-            .fold(0.0, f64::max);
+        // The largest mean fell: look for the new one over all users (a
+        // run of thousands of single-task users never gets here).
+        if fell {
+            self.largest = self
+                .scores
+                .values()
+                .map(|&(sum, n)| sum / n as f64)
+                .fold(0.0, f64::max);
+        }
     }
 
     fn mean(&self, user: i64) -> Option<f64> {
@@ -130,7 +141,7 @@ impl Scale {
 
 /// The slots: every waiting job in submit order when they fit, else the
 /// two sorted views interleaved.
-fn slots(d: &Decision<'_>) -> Vec<u32> {
+pub fn slots(d: &Decision<'_>) -> Vec<u32> {
     // The first SLOTS of the queue in an order: a selection, then a sort
     // of those only (queues run to thousands of jobs).
     let by = |key: fn(&slurp_sim::SimJob) -> (u64, u64)| {
@@ -148,17 +159,33 @@ fn slots(d: &Decision<'_>) -> Vec<u32> {
     }
     let shortest = by(|j| (j.estimate, j.submit));
     let narrowest = by(|j| (j.procs as u64, j.submit));
+    interleave(shortest, narrowest)
+}
+
+/// The first SLOTS jobs of two orders of a queue longer than SLOTS, taken
+/// in turn from each, a job shown once.
+pub fn interleave(
+    shortest: impl IntoIterator<Item = u32>,
+    narrowest: impl IntoIterator<Item = u32>,
+) -> Vec<u32> {
     let mut shown = std::collections::HashSet::with_capacity(SLOTS);
     let mut out = Vec::with_capacity(SLOTS);
-    let (mut a, mut b) = (shortest.iter(), narrowest.iter());
-    while out.len() < SLOTS {
-        for list in [&mut a, &mut b] {
-            if out.len() < SLOTS
-                && let Some(&j) = list.find(|&&j| !shown.contains(&j))
-            {
-                shown.insert(j);
+    let mut a = shortest.into_iter();
+    let mut b = narrowest.into_iter();
+    let mut next = |list: &mut dyn Iterator<Item = u32>, out: &mut Vec<u32>| {
+        loop {
+            let j = list.next()?;
+            if shown.insert(j) {
                 out.push(j);
+                return Some(());
             }
+        }
+    };
+    while out.len() < SLOTS {
+        let took_a = next(&mut a, &mut out).is_some();
+        let took_b = out.len() < SLOTS && next(&mut b, &mut out).is_some();
+        if !took_a && !took_b {
+            break;
         }
     }
     out
@@ -166,9 +193,20 @@ fn slots(d: &Decision<'_>) -> Vec<u32> {
 
 /// Builds the observation of decision `d`.
 pub fn observe(d: &Decision<'_>, norm: &Normalisers, users: &mut Users) -> Observation {
+    observe_slots(d, slots(d), norm, users)
+}
+
+/// Builds the observation of decision `d` showing `jobs` (which must be
+/// what [`slots`] would choose from `d.queue`: a caller that keeps the
+/// queue's sorted views itself passes them, and `d.queue` is not read).
+pub fn observe_slots(
+    d: &Decision<'_>,
+    jobs: Vec<u32>,
+    norm: &Normalisers,
+    users: &mut Users,
+) -> Observation {
     users.update(d);
     let largest = users.largest_mean();
-    let jobs = slots(d);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     let [wait, run, procs, mem, user, group, exe] = [

@@ -359,6 +359,30 @@ fn in_slurps_model_the_model_chooses_the_cores_head_and_every_schedule_is_valid(
             );
         }
     }
+    // A queue deeper than the slots: 400 jobs at once on 16 processors, of
+    // mixed sizes and estimates, so the slots are the two sorted views
+    // (debug builds check the chooser's own views against the queue).
+    let mut deep = workload.clone();
+    deep.machine = Machine {
+        nodes: 16,
+        procs_per_node: 1,
+    };
+    deep.jobs = (0..400u64)
+        .map(|i| slurp_sim::SimJob {
+            id: i as i64,
+            submit: i / 50,
+            run: 30 + (i * 37) % 600,
+            estimate: 60 + (i * 37) % 600,
+            procs: 1 + (i % 7) as u32 * 2,
+            user: (i % 5) as i64,
+            group: -1,
+            exe: -1,
+            mem: -1,
+        })
+        .collect();
+    let whole = slurp_sim::Window { start: 0, len: 400 };
+    let schedule = slurp_fair::chooser::replay(model.clone(), &deep, whole, false, None).unwrap();
+    valid(&deep, &schedule).unwrap();
     // The model's choices are not FCFS's: the orders differ.
     let fcfs = slurp_sim::engine::run(&workload, window, slurp_runtime::core::PolicyKind::FCFS);
     let learned = slurp_fair::chooser::replay(model, &workload, window, false, None).unwrap();

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
 use slurp_runtime::core::{
-    Backfill, Core, Event, Job, Order, Outcome, PolicyKind, Reason, State, Time,
+    Backfill, Core, Event, Job, Order, Outcome, PolicyKind, Queue, Reason, State, Time,
 };
 use slurp_runtime::{Capacity, Request, TaskId};
 
@@ -476,9 +476,9 @@ struct Pick {
 }
 
 impl slurp_runtime::core::Chooser for Pick {
-    fn choose(&mut self, _now: Time, queue: &[u32], _free: u64) -> u32 {
+    fn choose(&mut self, _now: Time, queue: Queue<'_>, _free: u64) -> u32 {
         self.calls.set(self.calls.get() + 1);
-        (self.rule)(queue)
+        (self.rule)(&queue.iter().collect::<Vec<_>>())
     }
 }
 

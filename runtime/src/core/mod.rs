@@ -189,11 +189,40 @@ fn core_count(request: &Request) -> u32 {
 pub trait Chooser: fmt::Debug {
     /// One of `queue` (the runnable tasks, in submission order) at `now`,
     /// with `free_cores` free. Anything not in `queue` counts as its first.
-    fn choose(&mut self, now: Time, queue: &[u32], free_cores: u64) -> u32;
+    fn choose(&mut self, now: Time, queue: Queue<'_>, free_cores: u64) -> u32;
     /// `task` started at `now` (what a chooser learns from).
     fn started(&mut self, _now: Time, _task: u32) {}
     /// `task` joined the queue, runnable since `ready` (again, on a retry).
     fn queued(&mut self, _ready: Time, _task: u32) {}
+    /// `task` left the queue: it starts, or it will not run (cancelled,
+    /// skipped). With `queued`, a chooser can keep its own view of the
+    /// queue instead of reading `queue` whole at every decision.
+    fn left(&mut self, _task: u32) {}
+}
+
+/// The runnable tasks, in submission order, as a chooser sees them: read
+/// on demand, since a chooser that keeps its own view (through `queued` and
+/// `left`) need not walk a queue of thousands at every decision.
+#[derive(Debug, Clone, Copy)]
+pub struct Queue<'a>(&'a BTreeSet<(u64, u32)>);
+
+impl Queue<'_> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The earliest submitted.
+    pub fn first(&self) -> Option<u32> {
+        self.0.first().map(|&(_, t)| t)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|&(_, t)| t)
+    }
 }
 
 /// The scheduler core of one instance.
@@ -420,6 +449,9 @@ impl Core {
         if let Some(kinetic) = &mut self.kinetic {
             kinetic.remove(task, now.0);
         }
+        if let Some(chooser) = &mut self.chooser {
+            chooser.left(task);
+        }
         true
     }
 
@@ -481,10 +513,14 @@ impl Core {
             {
                 return Some(c);
             }
-            let queue: Vec<u32> = self.queue.iter().map(|&(_, t)| t).collect();
-            let first = *queue.first()?;
-            let pick = chooser.choose(now, &queue, self.cluster.free().cores);
-            let pick = if queue.contains(&pick) { pick } else { first };
+            let queue = Queue(&self.queue);
+            let first = queue.first()?;
+            let pick = chooser.choose(now, queue, self.cluster.free().cores);
+            let queued = self
+                .slots
+                .get(pick as usize)
+                .is_some_and(|slot| self.queue.contains(&(slot.key, pick)));
+            let pick = if queued { pick } else { first };
             self.chosen = Some(pick);
             return Some(pick);
         }
