@@ -267,4 +267,13 @@ fn a_learned_policy_that_cannot_be_loaded_stops_the_run_before_it_starts() {
         .file("w.slurp", THREE)
         .args(&["--cores", "2", "--policy", "fair:", "w.slurp"]);
     missing.run().invalid().stderr_has(&["fair:MODEL.onnx"]);
+    // No model ships yet: `fair` alone says so and what to give instead.
+    let shipped = Test::new()
+        .file("w.slurp", THREE)
+        .args(&["--cores", "2", "--policy", "fair", "w.slurp"]);
+    shipped
+        .run()
+        .invalid()
+        .stderr_has(&["no model ships yet", "fair:MODEL.onnx"]);
+    assert!(!shipped.path().join("order").exists(), "a task ran");
 }

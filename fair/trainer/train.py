@@ -190,6 +190,14 @@ def clone(args, actor, critic, common, device):
                 agree = (actor(c_obs, c_mask).argmax(1) == c_act).float().mean().item()
             print("clone {} iter {} loss {:.4f} agrees {:.1%} critic {:.1f}".format(
                 args.clone, i, loss.item(), agree, v_loss.item()), flush=True)
+    if args.clone_sharpen != 1.0:
+        # The clone's logits are flat (F1's ranking is a product of two
+        # features the MLP only approximates): scaling the last layer keeps
+        # its best slot and makes the sampled policy PPO improves closer to
+        # the greedy one that is judged.
+        with torch.no_grad():
+            actor.mlp[-1].weight.mul_(args.clone_sharpen)
+            actor.mlp[-1].bias.mul_(args.clone_sharpen)
     return os.path.join(out, "normalisers.json")
 
 
@@ -217,6 +225,8 @@ def main():
                     help="first clone this heuristic's choices (fcfs, sjf, f1, ...): a warm start for PPO")
     ap.add_argument("--clone-trajectories", type=int, default=400)
     ap.add_argument("--clone-iters", type=int, default=1500)
+    ap.add_argument("--clone-sharpen", type=float, default=1.0, metavar="K",
+                    help="multiply the cloned actor's logits by K (same best slot, sharper sampling)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch")
     ap.add_argument("--keep-every", type=int, default=0, metavar="K",
                     help="keep the actor of every K-th epoch as OUT/model-EPOCH.onnx (the one played that epoch)")
