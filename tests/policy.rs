@@ -161,23 +161,35 @@ fn hand_set(name: &str) -> (Vec<u8>, Vec<u8>) {
     )
 }
 
-/// The order `slurp --cores 2 --policy POLICY` starts THREE's tasks in.
-fn started(policy: &str) -> Vec<String> {
-    let (narrow, narrow_norm) = hand_set("narrowest-first");
-    let (wide, wide_norm) = hand_set("widest-first");
-    let test = Test::new()
-        .file("w.slurp", THREE)
-        .file("narrow.onnx", narrow)
-        .file("narrow.onnx.json", narrow_norm)
-        .file("wide.onnx", wide)
-        .file("wide.onnx.json", wide_norm)
-        .args(&["--cores", "2", "--policy", policy, "w.slurp"]);
+/// The lines tasks wrote to `order` in a run of slurp with `args`, beside
+/// `files` and the hand-set `models` (each as SHORT.onnx from NAME).
+fn start_order(files: &[(&str, &str)], models: &[(&str, &str)], args: &[&str]) -> Vec<String> {
+    let mut test = Test::new();
+    for (name, text) in files {
+        test = test.file(name, text);
+    }
+    for (short, name) in models {
+        let (onnx, norm) = hand_set(name);
+        test = test
+            .file(&format!("{short}.onnx"), onnx)
+            .file(&format!("{short}.onnx.json"), norm);
+    }
+    let test = test.args(args);
     test.run().success();
     std::fs::read_to_string(test.path().join("order"))
         .unwrap()
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// The order `slurp --cores 2 --policy POLICY` starts THREE's tasks in.
+fn started(policy: &str) -> Vec<String> {
+    start_order(
+        &[("w.slurp", THREE)],
+        &[("narrow", "narrowest-first"), ("wide", "widest-first")],
+        &["--cores", "2", "--policy", policy, "w.slurp"],
+    )
 }
 
 #[test]
@@ -202,40 +214,32 @@ fn in_a_run_the_users_are_the_lines_and_sweeps() {
     // model preferring the calmest user takes b before s2, which FCFS
     // would start first. Were every task its own user, s2 would tie with b
     // and go first.
-    let (calm, calm_norm) = hand_set("calmest-user-first");
     let file = "\
 task s[i=1..2] cores=1: echo s{i} >> order; sleep 0.3
 task b cores=1: echo b >> order; sleep 0.3
 ";
-    let order = |policy: &str| -> String {
-        let test = Test::new()
-            .file("w.slurp", file)
-            .file("calm.onnx", calm.clone())
-            .file("calm.onnx.json", calm_norm.clone())
-            .args(&["--cores", "1", "--policy", policy, "w.slurp"]);
-        test.run().success();
-        std::fs::read_to_string(test.path().join("order")).unwrap()
+    let order = |policy: &str| {
+        start_order(
+            &[("w.slurp", file)],
+            &[("calm", "calmest-user-first")],
+            &["--cores", "1", "--policy", policy, "w.slurp"],
+        )
     };
-    assert_eq!(order("fcfs"), "s1\ns2\nb\n");
-    assert_eq!(order("fair:calm.onnx"), "s1\nb\ns2\n");
+    assert_eq!(order("fcfs"), ["s1", "s2", "b"]);
+    assert_eq!(order("fair:calm.onnx"), ["s1", "b", "s2"]);
 }
 
 #[test]
 fn a_learned_policy_can_schedule_one_level_of_nesting() {
-    let order = |policy: &str| -> Vec<String> {
-        let (wide, wide_norm) = hand_set("widest-first");
-        let test = Test::new()
-            .file("top.slurp", "task inner cores=2: slurp three.slurp\n")
-            .file("three.slurp", THREE)
-            .file("wide.onnx", wide)
-            .file("wide.onnx.json", wide_norm)
-            .args(&["--cores", "2", "--policy", policy, "top.slurp"]);
-        test.run().success();
-        std::fs::read_to_string(test.path().join("order"))
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+    let order = |policy: &str| {
+        start_order(
+            &[
+                ("top.slurp", "task inner cores=2: slurp three.slurp\n"),
+                ("three.slurp", THREE),
+            ],
+            &[("wide", "widest-first")],
+            &["--cores", "2", "--policy", policy, "top.slurp"],
+        )
     };
     // The top level (one task) by FCFS, the nested instance by the model.
     assert_eq!(order("fcfs,fair:wide.onnx")[0], "w");

@@ -192,27 +192,16 @@ fn read_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {
 fn rollouts_are_deterministic_per_seed_and_read_back() {
     let workload = busy();
     let model = actor();
-    let a = rollout::rollout(
-        Player::Network(&model),
-        &model.normalisers,
-        &workload,
-        &options(5),
-    )
-    .unwrap();
-    let b = rollout::rollout(
-        Player::Network(&model),
-        &model.normalisers,
-        &workload,
-        &options(5),
-    )
-    .unwrap();
-    let c = rollout::rollout(
-        Player::Network(&model),
-        &model.normalisers,
-        &workload,
-        &options(6),
-    )
-    .unwrap();
+    let play = |seed| {
+        rollout::rollout(
+            Player::Network(&model),
+            &model.normalisers,
+            &workload,
+            &options(seed),
+        )
+        .unwrap()
+    };
+    let (a, b, c) = (play(5), play(5), play(6));
     let actions = |t: &[rollout::Trajectory]| -> Vec<i64> {
         t.iter()
             .flat_map(|t| t.steps.iter().map(|s| s.action))
