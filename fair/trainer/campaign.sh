@@ -7,7 +7,7 @@
 #
 # OUT gets the run (curve.csv, model-EPOCH.onnx), train.log, choice.txt and
 # judge.md (the model card's table).
-set -eu
+set -euo pipefail
 slurp=$1 trace=$2 out=$3 seconds=$4
 shift 4
 here=$(dirname "$0")
