@@ -65,6 +65,13 @@ struct RunArgs {
     /// deeper levels); a nested entry's `policy=` wins
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = "easy")]
     policy: String,
+    /// A learned policy draws each choice from its distribution (seeded by
+    /// --seed) instead of taking its best slot
+    #[arg(long)]
+    sample: bool,
+    /// Seed of --sample's draws
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
+    seed: u64,
     /// Do not bind tasks to their cores
     #[arg(long)]
     no_bind: bool,
@@ -694,7 +701,10 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                 } else {
                     PolicyKind::FCFS
                 });
-                learned.push(Some(Arc::new(slurp_fair::chooser::ForRuns { model })));
+                learned.push(Some(Arc::new(slurp_fair::chooser::ForRuns {
+                    model,
+                    sample: args.sample.then_some(args.seed),
+                })));
             }
             Some(Err(e)) => return usage(e),
             None => match name.parse() {

@@ -230,6 +230,39 @@ task b cores=1: echo b >> order; sleep 0.3
 }
 
 #[test]
+fn in_a_run_sample_draws_the_choices_from_a_seed() {
+    // At the start no user has run a task: the calmest-user model ties all
+    // three, so its best slot is the first task, while draws spread.
+    let file = "task t[i=1..3] cores=1: echo t{i} >> order\n";
+    let first = |extra: &[&str]| {
+        let mut args = vec!["--cores", "1", "--policy", "fair:calm.onnx"];
+        args.extend_from_slice(extra);
+        args.push("w.slurp");
+        start_order(
+            &[("w.slurp", file)],
+            &[("calm", "calmest-user-first")],
+            &args,
+        )[0]
+        .clone()
+    };
+    assert_eq!(first(&[]), "t1");
+    let drawn: Vec<String> = (0..6)
+        .map(|seed| first(&["--sample", "--seed", &seed.to_string()]))
+        .collect();
+    for (seed, task) in drawn.iter().enumerate() {
+        assert_eq!(
+            *task,
+            first(&["--sample", "--seed", &seed.to_string()]),
+            "seed {seed} drew differently"
+        );
+    }
+    assert!(
+        drawn.iter().any(|t| t != "t1"),
+        "six seeds all drew the first task: {drawn:?}"
+    );
+}
+
+#[test]
 fn a_learned_policy_can_schedule_one_level_of_nesting() {
     let order = |policy: &str| {
         start_order(

@@ -302,6 +302,8 @@ impl Chooser for Shared {
 #[derive(Debug)]
 pub struct ForRuns {
     pub model: Arc<Model>,
+    /// Draw each choice (from this seed) instead of taking the best slot.
+    pub sample: Option<u64>,
 }
 
 impl slurp_runtime::run::Learned for ForRuns {
@@ -323,7 +325,7 @@ impl slurp_runtime::run::Learned for ForRuns {
             self.model.clone(),
             &tasks,
             capacity.total_cores(),
-            None,
+            self.sample,
         ))
     }
 }
