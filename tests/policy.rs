@@ -51,6 +51,59 @@ fn rollout_writes_arrays_and_the_normalisers_it_used() {
     assert_eq!(episodes.as_array().unwrap().len(), 3);
 }
 
+#[test]
+fn rollout_can_play_a_teacher_against_a_baseline_and_hold_windows_out() {
+    let rollout = |extra: &[&str]| {
+        let mut args = vec![
+            "policy",
+            "rollout",
+            "--trace",
+            "t.swf",
+            "--trajectories",
+            "4",
+            "--len",
+            "32",
+            "--out",
+            "out",
+        ];
+        args.extend_from_slice(extra);
+        Test::new()
+            .file("a.onnx", actor())
+            .file("t.swf", busy_trace())
+            .args(&args)
+            .run()
+    };
+    // F1 judged against itself gains nothing on any window.
+    rollout(&[
+        "--teacher",
+        "f1",
+        "--baseline",
+        "f1",
+        "--hold-out",
+        "1:10,2:10",
+    ])
+    .success()
+    .stderr_has(&["4 episodes, 128 decisions", "mean reward 0.000"]);
+    // Against FCFS, SJF gains on these busy windows.
+    let run = rollout(&["--teacher", "sjf", "--baseline", "fcfs"]).success();
+    let reward: f64 = run
+        .stderr
+        .split("mean reward ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap();
+    assert!(reward > 0.0, "{}", run.stderr);
+    // Mistakes are named.
+    rollout(&["--teacher", "lifo"])
+        .invalid()
+        .stderr_has(&["--teacher", "unknown heuristic `lifo`"]);
+    rollout(&["--model", "a.onnx", "--teacher", "f1"]).invalid();
+    rollout(&["--teacher", "f1", "--hold-out", "12345"])
+        .invalid()
+        .stderr_has(&["SEED:COUNT"]);
+}
+
 /// Normalisers for the test actor on the busy trace.
 const NORM: &str = r#"{"max_run":162754.0,"max_procs":256.0,"max_mem":0.0,"max_user":1.0,"max_group":1.0,"max_exe":1.0}"#;
 
