@@ -69,12 +69,21 @@ pub struct Observation {
     pub jobs: Vec<u32>,
 }
 
+#[derive(Debug, Default, Clone, Copy)]
+struct Score {
+    sum: f64,
+    jobs: u32,
+    mean: f64,
+}
+
 /// Per-user bounded slowdowns of started jobs, kept up to date across the
 /// decisions of one episode.
 #[derive(Debug, Default)]
 pub struct Users {
     seen: usize,
-    scores: FnvHashMap<i64, (f64, u32)>,
+    /// Sum of bounded slowdowns, jobs, and their mean (kept: the
+    /// observation reads it for every slot).
+    scores: FnvHashMap<i64, Score>,
     /// The largest per-user mean, kept with the scores.
     largest: f64,
 }
@@ -89,10 +98,11 @@ impl Users {
             let job = &d.jobs[j as usize];
             let wait = d.starts[j as usize] - job.submit.min(d.starts[j as usize]);
             let score = self.scores.entry(job.user).or_default();
-            let before = (score.1 > 0).then(|| score.0 / score.1 as f64);
-            score.0 += bounded_slowdown(wait, job.run);
-            score.1 += 1;
-            let after = score.0 / score.1 as f64;
+            let before = (score.jobs > 0).then_some(score.mean);
+            score.sum += bounded_slowdown(wait, job.run);
+            score.jobs += 1;
+            score.mean = score.sum / score.jobs as f64;
+            let after = score.mean;
             if after >= self.largest {
                 self.largest = after;
             } else if before == Some(self.largest) {
@@ -103,16 +113,12 @@ impl Users {
         // The largest mean fell: look for the new one over all users (a
         // run of thousands of single-task users never gets here).
         if fell {
-            self.largest = self
-                .scores
-                .values()
-                .map(|&(sum, n)| sum / n as f64)
-                .fold(0.0, f64::max);
+            self.largest = self.scores.values().map(|s| s.mean).fold(0.0, f64::max);
         }
     }
 
     fn mean(&self, user: i64) -> Option<f64> {
-        self.scores.get(&user).map(|&(sum, n)| sum / n as f64)
+        self.scores.get(&user).map(|s| s.mean)
     }
 
     fn largest_mean(&self) -> f64 {
@@ -207,6 +213,7 @@ pub fn observe_slots(
 ) -> Observation {
     users.update(d);
     let largest = users.largest_mean();
+    let per_largest = 1.0 / largest;
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     let [wait, run, procs, mem, user, group, exe] = [
@@ -222,7 +229,7 @@ pub fn observe_slots(
     for (slot, &j) in jobs.iter().enumerate() {
         let job = &d.jobs[j as usize];
         let user_info = match users.mean(job.user) {
-            Some(mean) if largest > 0.0 => (1.0 - mean / largest) as f32,
+            Some(mean) if largest > 0.0 => (1.0 - mean * per_largest) as f32,
             _ => 1.0,
         };
         features.extend_from_slice(&[
