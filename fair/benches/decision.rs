@@ -13,6 +13,11 @@ use slurp_fair::rollout::choose;
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, SimJob};
 
+/// The allocator the `slurp` binary uses, so the figures are the binary's
+/// (tract allocates each op's output).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn decisions(c: &mut Criterion) {
     let norm = Normalisers {
         max_run: 100_000.0,
