@@ -746,18 +746,22 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                 && policy.parse::<PolicyKind>().is_err()
             {
                 let source = loaded.sources.get(template.source.file);
+                let (why, hint) = if slurp_fair::spec::Spec::parse(policy).is_some() {
+                    (
+                        "a learned policy is not given in a file",
+                        "give it for a level of nesting with `--policy`, such as `--policy easy,fair:MODEL.onnx`; `policy=` takes the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative",
+                    )
+                } else {
+                    (
+                        "is not available in this runtime",
+                        "the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative",
+                    )
+                };
                 eprintln!(
-                    "error: {}:{}: policy `{policy}` is not available in this runtime yet",
+                    "error: {}:{}: policy `{policy}`: {why}",
                     source.display, template.source.line
                 );
-                eprintln!(
-                    "hint: the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative{}",
-                    if policy.starts_with("fair") {
-                        "; a learned policy is given per level with `--policy`, such as `--policy easy,fair:MODEL.onnx`"
-                    } else {
-                        ""
-                    }
-                );
+                eprintln!("hint: {hint}");
                 return Ok(ExitCode::from(2));
             }
         }
