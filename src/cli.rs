@@ -738,31 +738,54 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         Ok(loaded) => loaded,
         Err(code) => return Ok(code),
     };
-    // Every policy a nested entry names must exist in this runtime before
-    // anything starts.
+    // Every policy a nested entry names must exist in this runtime, and
+    // every model one names must load, before anything starts. A model's
+    // path is taken from the file that names it.
+    let mut named = std::collections::HashMap::new();
     for workflow in &loaded.program.workflows {
         for template in &workflow.templates {
-            if let Some(policy) = template.extras.as_ref().and_then(|x| x.policy.as_deref())
-                && policy.parse::<PolicyKind>().is_err()
-            {
-                let source = loaded.sources.get(template.source.file);
-                let (why, hint) = if slurp_fair::spec::Spec::parse(policy).is_some() {
-                    (
-                        "a learned policy is not given in a file",
-                        "give it for a level of nesting with `--policy`, such as `--policy easy,fair:MODEL.onnx`; `policy=` takes the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative",
-                    )
-                } else {
-                    (
-                        "is not available in this runtime",
-                        "the runtime has the orders fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative",
-                    )
-                };
-                eprintln!(
-                    "error: {}:{}: policy `{policy}`: {why}",
-                    source.display, template.source.line
-                );
-                eprintln!("hint: {hint}");
-                return Ok(ExitCode::from(2));
+            let Some(policy) = template.extras.as_ref().and_then(|x| x.policy.as_deref()) else {
+                continue;
+            };
+            let key = (template.source.file, policy.to_owned());
+            if policy.parse::<PolicyKind>().is_ok() || named.contains_key(&key) {
+                continue;
+            }
+            let source = loaded.sources.get(template.source.file);
+            let own = match slurp_fair::spec::Spec::parse(policy) {
+                Some(Ok(mut spec)) => {
+                    if let (Some(model), Some(dir)) = (&spec.model, source.path.parent()) {
+                        spec.model = Some(dir.join(model));
+                    }
+                    spec.load().map(|model| slurp_runtime::run::Own {
+                        policy: if spec.backfill {
+                            PolicyKind::EASY
+                        } else {
+                            PolicyKind::FCFS
+                        },
+                        learned: Some(Arc::new(slurp_fair::chooser::ForRuns {
+                            model,
+                            sample: args.sample.then_some(args.seed),
+                        })),
+                    })
+                }
+                Some(Err(e)) => Err(e),
+                None => Err(
+                    "not available in this runtime (the orders are fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative)"
+                        .to_owned(),
+                ),
+            };
+            match own {
+                Ok(own) => {
+                    named.insert(key, own);
+                }
+                Err(why) => {
+                    eprintln!(
+                        "error: {}:{}: policy `{policy}`: {why}",
+                        source.display, template.source.line
+                    );
+                    return Ok(ExitCode::from(2));
+                }
             }
         }
     }
@@ -814,6 +837,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         machine,
         policies,
         learned,
+        named,
         bind: !args.no_bind,
         output: match args.output.as_str() {
             "tag" => OutputMode::Tag,

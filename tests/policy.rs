@@ -330,17 +330,29 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
     // The top level (one task) by FCFS, the nested instance by the model.
     assert_eq!(order("fcfs,fair:wide.onnx")[0], "w");
     assert_eq!(order("fair:wide.onnx,fcfs"), ["n1", "w", "n2"]);
-    // policy= in the file takes orders only, and says where a model goes.
-    Test::new()
+    // A nested entry can name its own model, found beside the file that
+    // names it, and it wins over the level's policy.
+    let nested = |line: &str| {
+        start_order(
+            &[("sub/top.slurp", line), ("sub/three.slurp", THREE)],
+            &[("sub/wide", "widest-first")],
+            &["--cores", "2", "--policy", "fcfs", "sub/top.slurp"],
+        )
+    };
+    let own = nested("task inner cores=2 policy=fair:wide.onnx: slurp three.slurp\n");
+    assert_eq!(own[0], "w", "{own:?}");
+    // A model a file names must load before anything runs.
+    let test = Test::new()
         .file(
             "top.slurp",
-            "task inner cores=2 policy=fair: slurp three.slurp\n",
+            "echo ran >> order\ntask inner cores=2 policy=fair:none.onnx: slurp three.slurp\n",
         )
         .file("three.slurp", THREE)
-        .args(&["--cores", "2", "top.slurp"])
-        .run()
+        .args(&["--cores", "2", "top.slurp"]);
+    test.run()
         .invalid()
-        .stderr_has(&["top.slurp:1", "`--policy easy,fair:MODEL.onnx`"]);
+        .stderr_has(&["top.slurp:2", "policy `fair:none.onnx`", "none.onnx"]);
+    assert!(!test.path().join("order").exists(), "a task ran");
 }
 
 #[test]

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::core::{Alloc, Chooser, Core, Event, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
-use crate::ir::{Program, TaskId, Workflow, WorkflowId};
+use crate::ir::{FileId, Program, TaskId, Workflow, WorkflowId};
 use crate::journal::{Journal, Placed, Record};
 use crate::resources::{Capacity, Machine};
 
@@ -50,6 +50,9 @@ pub struct RunOptions {
     /// `policies` (the last for all deeper levels; none when empty). The
     /// level's policy then gives only the backfilling.
     pub learned: Vec<Option<std::sync::Arc<dyn Learned>>>,
+    /// The learned policies nested entries name (`policy=fair:M.onnx`),
+    /// loaded before the run, by the file that names them and the name.
+    pub named: std::collections::HashMap<(FileId, String), Own>,
     /// Bind ranks to their cores.
     pub bind: bool,
     pub output: OutputMode,
@@ -73,22 +76,32 @@ pub struct RunOptions {
     pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
 }
 
-/// The core of an instance at nesting `level`: the level's policy (or the
-/// nested entry's `own`, which also overrides a learned one) and, if the
-/// level has one, its learned chooser.
+/// A nested entry's own policy: an order and backfilling, and a learned
+/// chooser on top when it names one.
+#[derive(Debug, Clone)]
+pub struct Own {
+    pub policy: PolicyKind,
+    pub learned: Option<std::sync::Arc<dyn Learned>>,
+}
+
+/// The core of an instance at nesting `level`: the nested entry's `own`
+/// policy when it has one, else the level's, with the learned chooser of
+/// whichever it is.
 fn core_for(
     opts: &RunOptions,
     level: usize,
-    own: Option<PolicyKind>,
+    own: Option<Own>,
     capacity: Capacity,
     workflow: &Workflow,
     now: Time,
 ) -> Core {
     let at = |n: usize| level.min(n.saturating_sub(1));
-    let policy = own.unwrap_or(opts.policies[at(opts.policies.len())]);
-    let learned = match own {
-        Some(_) => None,
-        None => opts.learned.get(at(opts.learned.len())).cloned().flatten(),
+    let (policy, learned) = match own {
+        Some(own) => (own.policy, own.learned),
+        None => (
+            opts.policies[at(opts.policies.len())],
+            opts.learned.get(at(opts.learned.len())).cloned().flatten(),
+        ),
     };
     let mut core = Core::for_workflow(capacity, policy, workflow, now);
     if let Some(learned) = learned {
@@ -567,7 +580,17 @@ impl Driver<'_> {
             .extras
             .as_ref()
             .and_then(|x| x.policy.as_deref())
-            .and_then(|p| p.parse().ok());
+            .and_then(|p| match p.parse() {
+                Ok(policy) => Some(Own {
+                    policy,
+                    learned: None,
+                }),
+                Err(_) => self
+                    .opts
+                    .named
+                    .get(&(template.source.file, p.to_owned()))
+                    .cloned(),
+            });
         // Every node of the slice counts as the smallest share it got, so
         // the child can never use more than it was given.
         let capacity = Capacity {
