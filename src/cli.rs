@@ -780,8 +780,26 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                     named.insert(key, own);
                 }
                 Err(why) => {
+                    // Labelled at the value in its line, as the
+                    // interpreter's diagnostics are.
+                    let line = template.source.start as usize..template.source.end as usize;
+                    let at = source.text[line.clone()]
+                        .find(&format!("policy={policy}"))
+                        .map_or(line.start, |i| line.start + i + "policy=".len());
+                    let diagnostic = miette::MietteDiagnostic::new(format!(
+                        "policy `{policy}` cannot be used: {why}"
+                    ))
+                    .with_code("slurp::bad_policy")
+                    .with_label(miette::LabeledSpan::at(at..at + policy.len(), "this policy"))
+                    .with_help(
+                        "a learned policy is `fair:MODEL.onnx`, the path relative to this file, with the model's normalisers in MODEL.onnx.json",
+                    );
+                    let report = miette::Report::new(diagnostic).with_source_code(
+                        miette::NamedSource::new(source.display.clone(), source.text.clone()),
+                    );
+                    eprintln!("{report:?}");
                     eprintln!(
-                        "error: {}:{}: policy `{policy}`: {why}",
+                        "error: {}:{}: nothing was run",
                         source.display, template.source.line
                     );
                     return Ok(ExitCode::from(2));

@@ -349,9 +349,13 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
         )
         .file("three.slurp", THREE)
         .args(&["--cores", "2", "top.slurp"]);
-    test.run()
-        .invalid()
-        .stderr_has(&["top.slurp:2", "policy `fair:none.onnx`", "none.onnx"]);
+    test.run().invalid().stderr_has(&[
+        "slurp::bad_policy",
+        "policy `fair:none.onnx`",
+        "none.onnx: cannot read the model",
+        "top.slurp:2",
+        "this policy",
+    ]);
     assert!(!test.path().join("order").exists(), "a task ran");
 }
 
