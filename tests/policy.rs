@@ -352,7 +352,7 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
     test.run().invalid().stderr_has(&[
         "slurp::bad_policy",
         "policy `fair:none.onnx`",
-        "none.onnx: cannot read the model",
+        "none.onnx: cannot",
         "top.slurp:2",
         "this policy",
     ]);
