@@ -677,6 +677,26 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     )
 }
 
+/// A learned policy as the runtime takes it: FCFS or EASY around the
+/// choices of the model `spec` names, loaded now.
+fn learned_policy(
+    spec: &slurp_fair::spec::Spec,
+    args: &RunArgs,
+) -> Result<slurp_runtime::run::Own, String> {
+    let model = spec.load()?;
+    Ok(slurp_runtime::run::Own {
+        policy: if spec.backfill {
+            PolicyKind::EASY
+        } else {
+            PolicyKind::FCFS
+        },
+        learned: Some(Arc::new(slurp_fair::chooser::ForRuns {
+            model,
+            sample: args.sample.then_some(args.seed),
+        })),
+    })
+}
+
 fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode> {
     let machine = Machine::detect();
     let mut opts = args.instance.options()?;
@@ -691,21 +711,13 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     let mut learned: Vec<Option<Arc<dyn Learned>>> = Vec::new();
     for name in args.policy.split(',') {
         match slurp_fair::spec::Spec::parse(name) {
-            Some(Ok(spec)) => {
-                let model = match spec.load() {
-                    Ok(model) => model,
-                    Err(e) => return usage(e),
-                };
-                policies.push(if spec.backfill {
-                    PolicyKind::EASY
-                } else {
-                    PolicyKind::FCFS
-                });
-                learned.push(Some(Arc::new(slurp_fair::chooser::ForRuns {
-                    model,
-                    sample: args.sample.then_some(args.seed),
-                })));
-            }
+            Some(Ok(spec)) => match learned_policy(&spec, args) {
+                Ok(own) => {
+                    policies.push(own.policy);
+                    learned.push(own.learned);
+                }
+                Err(e) => return usage(e),
+            },
             Some(Err(e)) => return usage(e),
             None => match name.parse() {
                 Ok(policy) => {
@@ -757,17 +769,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                     if let (Some(model), Some(dir)) = (&spec.model, source.path.parent()) {
                         spec.model = Some(dir.join(model));
                     }
-                    spec.load().map(|model| slurp_runtime::run::Own {
-                        policy: if spec.backfill {
-                            PolicyKind::EASY
-                        } else {
-                            PolicyKind::FCFS
-                        },
-                        learned: Some(Arc::new(slurp_fair::chooser::ForRuns {
-                            model,
-                            sample: args.sample.then_some(args.seed),
-                        })),
-                    })
+                    learned_policy(&spec, args)
                 }
                 Some(Err(e)) => Err(e),
                 None => Err(

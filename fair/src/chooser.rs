@@ -40,8 +40,8 @@ pub struct Learned {
     /// The queue as the observation orders it: by submission, by
     /// estimate, by processors (each then by submission and task).
     waiting: BTreeSet<(u64, u32)>,
-    shortest: BTreeSet<(u64, u64, u32)>,
-    narrowest: BTreeSet<(u64, u64, u32)>,
+    shortest: BTreeSet<Ranked>,
+    narrowest: BTreeSet<Ranked>,
     /// The first evaluation that failed; the first queued job stood in.
     pub failure: Option<ModelError>,
 }
@@ -144,6 +144,19 @@ impl Learned {
     }
 }
 
+/// A key of the estimate and size views: (key, submission, task).
+type Ranked = (u64, u64, u32);
+
+/// Where `task` sorts in each kept view of the queue: one place, so that
+/// leaving removes exactly what queueing inserted.
+fn view_keys(job: &SimJob, task: u32) -> ((u64, u32), Ranked, Ranked) {
+    (
+        (job.submit, task),
+        (job.estimate, job.submit, task),
+        (job.procs.into(), job.submit, task),
+    )
+}
+
 /// A task of a real run, as the learned policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Task {
@@ -223,17 +236,19 @@ impl Chooser for Learned {
     fn queued(&mut self, ready: Time, task: u32) {
         if let Some(job) = self.jobs.get_mut(task as usize) {
             job.submit = ready.0 / 1000;
-            self.waiting.insert((job.submit, task));
-            self.shortest.insert((job.estimate, job.submit, task));
-            self.narrowest.insert((job.procs.into(), job.submit, task));
+            let (by_submit, by_estimate, by_procs) = view_keys(job, task);
+            self.waiting.insert(by_submit);
+            self.shortest.insert(by_estimate);
+            self.narrowest.insert(by_procs);
         }
     }
 
     fn left(&mut self, task: u32) {
         if let Some(job) = self.jobs.get(task as usize) {
-            self.waiting.remove(&(job.submit, task));
-            self.shortest.remove(&(job.estimate, job.submit, task));
-            self.narrowest.remove(&(job.procs.into(), job.submit, task));
+            let (by_submit, by_estimate, by_procs) = view_keys(job, task);
+            self.waiting.remove(&by_submit);
+            self.shortest.remove(&by_estimate);
+            self.narrowest.remove(&by_procs);
         }
     }
 }
