@@ -86,8 +86,13 @@ fn decisions(c: &mut Criterion) {
             ))
         })
     });
+    assert_eq!(model.evaluator(), "direct");
     group.bench_function("128 queued: network only", |b| {
         b.iter(|| std::hint::black_box(model.logits(&obs).expect("runs")))
+    });
+    // The same network in tract's plan, for the ratio.
+    group.bench_function("128 queued: network only, tract", |b| {
+        b.iter(|| std::hint::black_box(model.tract_logits(&obs).expect("runs")))
     });
     group.finish();
 }

@@ -5,6 +5,8 @@
 //!   (RL-SPEC.md's fairness env);
 //! - [`model`]: the network as ONNX, run in-process with tract, its
 //!   normalisers beside it;
+//! - [`mlp`]: the trainer's per-slot MLP evaluated directly when a model
+//!   is one (checked against tract at load);
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`chooser`]: the model picking the head of the runtime core's queue
@@ -12,6 +14,7 @@
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
 
 pub mod chooser;
+pub mod mlp;
 pub mod model;
 pub mod observe;
 pub mod rollout;

@@ -1,4 +1,6 @@
-//! A learned policy's network, evaluated in-process with tract.
+//! A learned policy's network, loaded and checked with tract and evaluated
+//! in-process: by tract's plan, or directly (`mlp.rs`) when it is the
+//! trainer's per-slot MLP and gives tract's logits on probe observations.
 //!
 //! The contract (what the trainer exports, checked at load): an ONNX model
 //! with two `f32` inputs, observations `[1, 128, 9]` and the mask `[1, 128]`,
@@ -11,6 +13,7 @@ use std::sync::Arc;
 
 use tract_onnx::prelude::*;
 
+use crate::mlp::SlotMlp;
 use crate::observe::{FEATURES, Normalisers, Observation, SLOTS};
 
 /// Why a model could not be used.
@@ -38,6 +41,9 @@ pub struct Model {
     /// `run`) is a third of a decision. One per concurrent caller; the
     /// lock is held only to take or return one.
     states: std::sync::Mutex<Vec<TypedSimpleState>>,
+    /// The same network evaluated directly, when it is the trainer's
+    /// per-slot MLP and agrees with tract (`mlp.rs`).
+    direct: Option<SlotMlp>,
     pub normalisers: Normalisers,
 }
 
@@ -46,6 +52,7 @@ impl Clone for Model {
         Model {
             plan: self.plan.clone(),
             states: std::sync::Mutex::new(Vec::new()),
+            direct: self.direct.clone(),
             normalisers: self.normalisers,
         }
     }
@@ -86,8 +93,11 @@ impl Model {
             path: path.to_owned(),
             reason: format!("{e:#}"),
         };
+        let proto = onnx()
+            .proto_model_for_read(&mut &bytes[..])
+            .map_err(|e| unreadable(&e))?;
         let model = onnx()
-            .model_for_read(&mut &bytes[..])
+            .model_for_proto_model(&proto)
             .map_err(|e| unreadable(&e))?;
         if model.inputs.len() != 2 || model.outputs.len() != 1 {
             return Err(shape(&format!(
@@ -112,9 +122,10 @@ impl Model {
                 reason: "missing".into(),
             })?,
         };
-        let model = Model {
+        let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
+            direct: None,
             normalisers,
         };
         // One evaluation of padding proves the output's shape now, not in
@@ -125,14 +136,72 @@ impl Model {
             jobs: Vec::new(),
         });
         match logits {
-            Ok(l) if l.len() == SLOTS => Ok(model),
-            Ok(l) => Err(shape(&format!("its output has {} values", l.len()))),
-            Err(e) => Err(shape(&e)),
+            Ok(l) if l.len() == SLOTS => {}
+            Ok(l) => return Err(shape(&format!("its output has {} values", l.len()))),
+            Err(e) => return Err(shape(&e)),
+        }
+        model.direct = SlotMlp::recognise(&proto).filter(|mlp| model.agrees(mlp));
+        Ok(model)
+    }
+
+    /// Whether `mlp` gives tract's logits on probe observations: all
+    /// padding, and seeded ones with features spread over [0, 1] and a part
+    /// of the slots padded. A graph read wrongly would differ on them.
+    fn agrees(&self, mlp: &SlotMlp) -> bool {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        (0..=4).all(|probe| {
+            let real = probe * SLOTS / 4;
+            let mut obs = Observation {
+                features: Vec::with_capacity(SLOTS * FEATURES),
+                mask: vec![0.0; SLOTS],
+                jobs: Vec::new(),
+            };
+            for slot in 0..SLOTS {
+                if slot < real {
+                    obs.features.extend((0..FEATURES).map(|_| next()));
+                    obs.mask[slot] = 1.0;
+                } else {
+                    obs.features.extend_from_slice(&crate::observe::PADDING);
+                }
+            }
+            let Ok(tract) = self.tract_logits(&obs) else {
+                return false;
+            };
+            let direct = mlp.logits(&obs);
+            tract.iter().zip(&direct).all(|(t, d)| {
+                // Summation order and fused multiply-adds move the last bits.
+                (t - d).abs() <= 1e-4 * (1.0 + t.abs().max(d.abs()))
+            })
+        })
+    }
+
+    /// Which evaluator runs the network: `"direct"` (the per-slot MLP,
+    /// `mlp.rs`) or `"tract"`.
+    pub fn evaluator(&self) -> &'static str {
+        if self.direct.is_some() {
+            "direct"
+        } else {
+            "tract"
         }
     }
 
     /// The masked logits of one observation.
     pub fn logits(&self, obs: &Observation) -> Result<Vec<f32>, ModelError> {
+        match &self.direct {
+            Some(mlp) => Ok(mlp.logits(obs)),
+            None => self.tract_logits(obs),
+        }
+    }
+
+    /// The masked logits as tract's plan computes them, whichever evaluator
+    /// [`Model::logits`] uses.
+    pub fn tract_logits(&self, obs: &Observation) -> Result<Vec<f32>, ModelError> {
         let run = |e: TractError| ModelError::Run(format!("{e:#}"));
         let features = Tensor::from_shape(&[1, SLOTS, FEATURES], &obs.features).map_err(run)?;
         let mask = Tensor::from_shape(&[1, SLOTS], &obs.mask).map_err(run)?;

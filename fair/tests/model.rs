@@ -1,4 +1,4 @@
-//! The policy network in tract against NumPy, the mask, bad model files,
+//! The policy network in tract and evaluated directly, against NumPy, the mask, bad model files,
 //! and rollouts: deterministic per seed, and files that read back.
 
 use std::path::{Path, PathBuf};
@@ -44,30 +44,45 @@ struct Case {
     logits: Vec<f32>,
 }
 
-#[test]
-fn tract_computes_what_numpy_computes_from_the_same_weights() {
-    let model = actor();
+/// Both evaluators' logits for each case of `json` equal NumPy's.
+fn compare_with_numpy(model: &Model, json: &str) {
     let cases: Vec<Case> =
-        serde_json::from_str(&std::fs::read_to_string(data("actor-test.json")).unwrap()).unwrap();
-    assert_eq!(cases.len(), 8);
+        serde_json::from_str(&std::fs::read_to_string(data(json)).unwrap()).unwrap();
+    assert!(cases.len() >= 4);
     for (i, case) in cases.iter().enumerate() {
-        let got = model
-            .logits(&Observation {
-                features: case.obs.clone(),
-                mask: case.mask.clone(),
-                jobs: Vec::new(),
-            })
-            .unwrap();
-        for (slot, (g, want)) in got.iter().zip(&case.logits).enumerate() {
-            // Real slots to float32 rounding; padded ones near -1e6, where
-            // one float32 step is 0.06.
-            let tolerance = if case.mask[slot] > 0.0 { 1e-5 } else { 0.5 };
-            assert!(
-                (g - want).abs() <= tolerance,
-                "case {i} slot {slot}: tract {g}, numpy {want}"
-            );
+        let obs = Observation {
+            features: case.obs.clone(),
+            mask: case.mask.clone(),
+            jobs: Vec::new(),
+        };
+        let evaluators = [
+            ("tract", model.tract_logits(&obs).unwrap()),
+            (model.evaluator(), model.logits(&obs).unwrap()),
+        ];
+        for (evaluator, got) in evaluators {
+            for (slot, (g, want)) in got.iter().zip(&case.logits).enumerate() {
+                // Real slots to float32 rounding; padded ones near -1e6, where
+                // one float32 step is 0.06.
+                let tolerance = if case.mask[slot] > 0.0 { 1e-5 } else { 0.5 };
+                assert!(
+                    (g - want).abs() <= tolerance,
+                    "{json} case {i} slot {slot}: {evaluator} {g}, numpy {want}"
+                );
+            }
         }
     }
+}
+
+#[test]
+fn tract_computes_what_numpy_computes_from_the_same_weights() {
+    // The trainer's per-slot MLP: evaluated directly, and by tract.
+    let model = actor();
+    assert_eq!(model.evaluator(), "direct");
+    compare_with_numpy(&model, "actor-test.json");
+    // Any other network is tract's alone.
+    let tanh = Model::load(&data("tanh-actor.onnx"), Some(norm())).unwrap();
+    assert_eq!(tanh.evaluator(), "tract");
+    compare_with_numpy(&tanh, "tanh-actor.json");
 }
 
 #[test]
@@ -91,6 +106,28 @@ fn bad_model_files_are_refused_with_the_reason() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The direct evaluator gives tract's logits on any observation: real
+    /// slots with any values, padded slots holding the padding row or not.
+    #[test]
+    fn the_direct_evaluator_is_tract(real in 0usize..=SLOTS, padding_rows in any::<bool>(), values in proptest::collection::vec(-3.0f32..3.0, SLOTS * 9)) {
+        let model = actor();
+        let mut obs = Observation { features: values, mask: vec![0.0; SLOTS], jobs: Vec::new() };
+        obs.mask[..real].iter_mut().for_each(|m| *m = 1.0);
+        if padding_rows {
+            for row in obs.features.chunks_exact_mut(9).skip(real) {
+                row.copy_from_slice(&[0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
+            }
+        }
+        let tract = model.tract_logits(&obs).unwrap();
+        let direct = model.logits(&obs).unwrap();
+        for (slot, (t, d)) in tract.iter().zip(&direct).enumerate() {
+            // Padded slots near -1e6 to two float32 steps there.
+            let tolerance = if slot < real { 1e-5 * (1.0 + t.abs()) } else { 0.125 };
+            prop_assert!((t - d).abs() <= tolerance, "slot {}: tract {}, direct {}", slot, t, d);
+        }
+        prop_assert_eq!(choose(&tract, None).0, choose(&direct, None).0);
+    }
 
     /// Whatever the observation, neither the best slot nor a sampled one is
     /// ever a padded slot.

@@ -5,7 +5,9 @@
 actor-test.onnx: the reference actor with seeded random weights.
 actor-test.json: 8 random observations and masks (some slots padded) and
 the logits NumPy computes for them, for tests/model.rs to compare with
-tract's. Bad files for the rejection tests: not-onnx.onnx, wrong-shape.onnx.
+tract's and with slurp's direct evaluator's. tanh-actor.onnx/.json: the same
+for a network that is not the trainer's MLP (tract alone evaluates it). Bad
+files for the rejection tests: not-onnx.onnx, wrong-shape.onnx.
 """
 
 import json
@@ -56,3 +58,44 @@ for name, feature, sign, bias in (("narrowest-first", 2, -1.0, 1.0), ("widest-fi
     with open(name + ".onnx.json", "w") as f:
         json.dump({"max_run": 3600.0, "max_procs": 8.0, "max_mem": 0.0, "max_user": 1.0,
                    "max_group": 0.0, "max_exe": 0.0}, f)
+
+# A valid actor that is not the trainer's MLP (tanh, not ReLU): slurp must
+# evaluate it with tract, not with its direct per-slot MLP. tanh-actor.json
+# holds NumPy's logits for it, as actor-test.json does.
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+rng = np.random.default_rng(13)
+w0 = rng.uniform(-1, 1, size=(9, 8)).astype(np.float32)
+b0 = rng.uniform(-0.1, 0.1, size=(8,)).astype(np.float32)
+w1 = rng.uniform(-1, 1, size=(8, 1)).astype(np.float32)
+inits = [numpy_helper.from_array(a, n) for a, n in ((w0, "w0"), (b0, "b0"), (w1, "w1"))] + [
+    numpy_helper.from_array(np.array([2], dtype=np.int64), "last"),
+    numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+    numpy_helper.from_array(np.array(1e6, dtype=np.float32), "big"),
+]
+nodes = [
+    helper.make_node("MatMul", ["obs", "w0"], ["m0"]),
+    helper.make_node("Add", ["m0", "b0"], ["a0"]),
+    helper.make_node("Tanh", ["a0"], ["t0"]),
+    helper.make_node("MatMul", ["t0", "w1"], ["m1"]),
+    helper.make_node("Squeeze", ["m1", "last"], ["raw"]),
+    helper.make_node("Sub", ["mask", "one"], ["off"]),
+    helper.make_node("Mul", ["off", "big"], ["push"]),
+    helper.make_node("Add", ["raw", "push"], ["logits"]),
+]
+graph = helper.make_graph(
+    nodes, "tanh-actor",
+    [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 128, 9]),
+     helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 128])],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 128])], inits)
+tanh = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+onnx.checker.check_model(tanh)
+onnx.save(tanh, "tanh-actor.onnx")
+cases = []
+for i in range(4):
+    obs = rng.uniform(0, 1, size=(1, 128, 9)).astype(np.float32)
+    mask = np.zeros((1, 128), dtype=np.float32)
+    mask[0, :int(rng.integers(1, 129))] = 1.0
+    logits = (np.tanh(obs @ w0 + b0) @ w1)[..., 0] + (mask - 1.0) * np.float32(1e6)
+    cases.append({"obs": obs.ravel().tolist(), "mask": mask.ravel().tolist(), "logits": logits.ravel().tolist()})
+json.dump(cases, open("tanh-actor.json", "w"))
