@@ -1,6 +1,7 @@
 //! One decision of the learned policy: build the observation, run the
-//! network in tract, pick the slot — with 128 jobs queued (every slot
-//! real) and with 5,000 (the slots chosen from a deep queue).
+//! network (the trainer's MLP, evaluated directly), pick the slot — with 128
+//! jobs queued (every slot real) and with 5,000 (the slots chosen from a
+//! deep queue); and the network alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
