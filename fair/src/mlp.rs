@@ -75,6 +75,8 @@ pub struct SlotMlp {
     big: f32,
     /// The logit of a padded slot (the padding row, mask 0).
     padded: f32,
+    /// AVX2 and FMA present (x86_64 only).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fma: bool,
 }
 

@@ -11,10 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use tract_onnx::prelude::*;
 
 use crate::mlp::SlotMlp;
-use crate::observe::{FEATURES, Normalisers, Observation, SLOTS};
+use crate::observe::{FEATURES, Normalisers, Observation, PADDING, SLOTS};
 
 /// Why a model could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -148,13 +150,7 @@ impl Model {
     /// padding, and seeded ones with features spread over [0, 1] and a part
     /// of the slots padded. A graph read wrongly would differ on them.
     fn agrees(&self, mlp: &SlotMlp) -> bool {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
         (0..=4).all(|probe| {
             let real = probe * SLOTS / 4;
             let mut obs = Observation {
@@ -164,10 +160,11 @@ impl Model {
             };
             for slot in 0..SLOTS {
                 if slot < real {
-                    obs.features.extend((0..FEATURES).map(|_| next()));
+                    obs.features
+                        .extend((0..FEATURES).map(|_| rng.random::<f32>()));
                     obs.mask[slot] = 1.0;
                 } else {
-                    obs.features.extend_from_slice(&crate::observe::PADDING);
+                    obs.features.extend_from_slice(&PADDING);
                 }
             }
             let Ok(tract) = self.tract_logits(&obs) else {

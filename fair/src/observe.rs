@@ -28,7 +28,8 @@ pub const FEATURES: usize = 9;
 /// 12 hours: the wait that saturates feature 1.
 pub const MAX_WAIT: f64 = 43_200.0;
 const TOP: f32 = 1.0 - 1e-5;
-pub(crate) const PADDING: [f32; FEATURES] = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0];
+/// What a padded slot holds (RL-SPEC.md); its mask is 0.
+pub const PADDING: [f32; FEATURES] = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0];
 
 /// The scales features are divided by. They belong to a model: it was
 /// trained with them, so they travel with it (a JSON file beside it).

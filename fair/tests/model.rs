@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use slurp_fair::observe::Normalisers;
+use slurp_fair::observe::{Normalisers, PADDING};
 use slurp_fair::rollout::{self, Options, Player, Score, choose};
 use slurp_fair::{Model, ModelError, Observation, SLOTS};
 use slurp_sim::{Machine, Workload};
@@ -116,7 +116,7 @@ proptest! {
         obs.mask[..real].iter_mut().for_each(|m| *m = 1.0);
         if padding_rows {
             for row in obs.features.chunks_exact_mut(9).skip(real) {
-                row.copy_from_slice(&[0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
+                row.copy_from_slice(&PADDING);
             }
         }
         let tract = model.tract_logits(&obs).unwrap();
