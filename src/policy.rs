@@ -64,9 +64,10 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "ORDER")]
     baseline: Option<String>,
     /// Never play a job of the windows `slurp sim --samples COUNT --seed
-    /// SEED` draws (same --len): they are kept for judging the model; a
-    /// list (`12345:300,777:300`) holds out several draws
-    #[arg(long, value_name = "SEED:COUNT[,...]")]
+    /// SEED` draws (same --len), or of jobs FROM..TO (`320000..`: from job
+    /// 320000 to the end, the trace's last months): they are kept for
+    /// judging the model; a list (`12345:300,777:300`) holds out several
+    #[arg(long, value_name = "SEED:COUNT|FROM..[TO][,...]")]
     hold_out: Option<String>,
 }
 
@@ -112,15 +113,23 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         Ok(b) => b,
         Err(e) => return Ok(usage(format!("--baseline: {e}"))),
     };
-    // SEED:COUNT[,SEED:COUNT...]: the draws of `slurp sim --samples`.
+    // SEED:COUNT (the draws of `slurp sim --samples`) or FROM..[TO] (a
+    // span of jobs, such as the last months of the trace), comma-separated.
     let mut hold_out = Vec::new();
     for text in args.hold_out.iter().flat_map(|h| h.split(',')) {
+        if text.contains("..") {
+            match Window::parse_span(text, workload.jobs.len()) {
+                Ok(span) => hold_out.push(span),
+                Err(e) => return Ok(usage(format!("--hold-out {e}"))),
+            }
+            continue;
+        }
         let Some((seed, count)) = text
             .split_once(':')
             .and_then(|(s, c)| Some((s.parse::<u64>().ok()?, c.parse::<usize>().ok()?)))
         else {
             return Ok(usage(format!(
-                "--hold-out `{text}`: give SEED:COUNT, such as 12345:300"
+                "--hold-out `{text}`: give SEED:COUNT, such as 12345:300, or FROM..[TO], such as 320000.."
             )));
         };
         match Window::samples(workload.jobs.len(), args.len, count, seed) {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use slurp_runtime::core::PolicyKind;
+use slurp_sim::window::Draw;
 use slurp_sim::{Machine, Model, PolicyResult, Window, Workload};
 
 /// Every order, without and with EASY backfilling.
@@ -36,6 +37,15 @@ pub struct SimArgs {
     /// Jobs per random window
     #[arg(long, value_name = "L", requires = "samples")]
     len: Option<usize>,
+    /// Draw the random windows inside jobs FROM..TO only (`320000..`: from
+    /// job 320000 to the end), such as the months a model was not trained on
+    #[arg(long, value_name = "FROM..[TO]", requires = "samples")]
+    within: Option<String>,
+    /// Keep only random windows where FCFS (reference model, no
+    /// backfilling) reaches this average bounded slowdown: most windows of
+    /// a real trace never queue, and every policy ties there
+    #[arg(long, value_name = "X", requires = "samples")]
+    min_bsld: Option<f64>,
     /// Seed of the random windows, and of `--sample`'s draws
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
@@ -129,7 +139,7 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
             trace.jobs.len()
         ));
     }
-    let windows = match windows(args, workload.jobs.len()) {
+    let windows = match windows(args, &workload) {
         Ok(w) => w,
         Err(e) => return usage(e),
     };
@@ -233,7 +243,8 @@ fn fair(
     Ok((PolicyResult::new(name.to_string(), runs), first))
 }
 
-fn windows(args: &SimArgs, jobs: usize) -> Result<Vec<Window>, String> {
+fn windows(args: &SimArgs, workload: &Workload) -> Result<Vec<Window>, String> {
+    let jobs = workload.jobs.len();
     if let Some(text) = &args.window {
         let w = Window::parse(text).map_err(|e| format!("--window: {e}"))?;
         w.check(jobs).map_err(|e| format!("--window: {e}"))?;
@@ -243,7 +254,25 @@ fn windows(args: &SimArgs, jobs: usize) -> Result<Vec<Window>, String> {
         if count == 0 {
             return Err("--samples: at least one window".into());
         }
-        return Window::samples(jobs, len, count, args.seed).map_err(|e| format!("--samples: {e}"));
+        let within = args
+            .within
+            .as_deref()
+            .map(|text| Window::parse_span(text, jobs).map_err(|e| format!("--within {e}")))
+            .transpose()?;
+        let min_bsld = args.min_bsld.unwrap_or(0.0);
+        if !min_bsld.is_finite() {
+            return Err(format!("--min-bsld {min_bsld}: give a number, such as 3"));
+        }
+        let draw = Draw {
+            count,
+            len,
+            seed: args.seed,
+            within,
+            min_bsld,
+        };
+        return draw
+            .windows(workload, |_| true)
+            .map_err(|e| format!("--samples: {e}"));
     }
     Ok(vec![Window {
         start: 0,

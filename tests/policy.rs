@@ -102,6 +102,58 @@ fn rollout_can_play_a_teacher_against_a_baseline_and_hold_windows_out() {
     rollout(&["--teacher", "f1", "--hold-out", "12345"])
         .invalid()
         .stderr_has(&["SEED:COUNT"]);
+    rollout(&["--teacher", "f1", "--hold-out", "900..800"])
+        .invalid()
+        .stderr_has(&["holds no job"]);
+    rollout(&["--teacher", "f1", "--hold-out", "5000.."])
+        .invalid()
+        .stderr_has(&["the workload has"]);
+}
+
+/// Holding out the trace's last jobs (`FROM..`): no episode plays one of
+/// them, though the same draw without the hold-out does.
+#[test]
+fn rollouts_never_play_the_held_out_span() {
+    let starts = |extra: &[&str]| -> Vec<u64> {
+        let mut args = vec![
+            "policy",
+            "rollout",
+            "--teacher",
+            "fcfs",
+            "--trace",
+            "t.swf",
+            "--trajectories",
+            "40",
+            "--len",
+            "32",
+            "--seed",
+            "3",
+            "--out",
+            "out",
+        ];
+        args.extend_from_slice(extra);
+        let test = Test::new().file("t.swf", busy_trace()).args(&args);
+        test.run().success();
+        let episodes: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(test.path().join("out/episodes.json")).unwrap())
+                .unwrap();
+        episodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["window"]["start"].as_u64().unwrap())
+            .collect()
+    };
+    let all = starts(&[]);
+    assert!(all.iter().any(|&s| s + 32 > 700), "{all:?}");
+    let held = starts(&["--hold-out", "700.."]);
+    assert_eq!(held.len(), 40);
+    assert!(held.iter().all(|&s| s + 32 <= 700), "{held:?}");
+    let middle = starts(&["--hold-out", "300..600,1:5"]);
+    assert!(
+        middle.iter().all(|&s| s + 32 <= 300 || s >= 600),
+        "{middle:?}"
+    );
 }
 
 /// Normalisers for the test actor on the busy trace.

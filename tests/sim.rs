@@ -137,6 +137,74 @@ fn windows_select_jobs_and_samples_are_seeded() {
     assert_eq!(policy(&a, "easy")["summary"]["windows"], 4);
     let c = samples(&many, "4");
     assert_ne!(a["windows"], c["windows"]);
+
+    // Windows drawn inside a span of jobs (the months a model was not
+    // trained on) and only busy ones: each window starts in the span and
+    // FCFS reaches the floor in each, though not in every plain window.
+    let drawn = |extra: &[&str]| {
+        let mut args = vec![
+            "--policy",
+            "fcfs",
+            "--model",
+            "reference",
+            "--samples",
+            "30",
+            "--len",
+            "20",
+            "--seed",
+            "5",
+        ];
+        args.extend_from_slice(extra);
+        sim_json(&many, &args)
+    };
+    let bsld = |doc: &Value| -> Vec<f64> {
+        policy(doc, "fcfs")["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["avg_bounded_slowdown"].as_f64().unwrap())
+            .collect()
+    };
+    let plain = drawn(&["--within", "120.."]);
+    let starts = plain["windows"].as_array().unwrap();
+    assert_eq!(starts.len(), 30);
+    assert!(
+        starts
+            .iter()
+            .all(|w| w["start"].as_u64().unwrap() >= 120 && w["start"].as_u64().unwrap() <= 180),
+        "{starts:?}"
+    );
+    let floor = 6.5;
+    assert!(
+        bsld(&plain).iter().any(|&b| b < floor),
+        "{:?}",
+        bsld(&plain)
+    );
+    let busy = drawn(&["--within", "120..", "--min-bsld", "6.5"]);
+    assert_eq!(busy["windows"].as_array().unwrap().len(), 30);
+    assert!(bsld(&busy).iter().all(|&b| b >= floor), "{:?}", bsld(&busy));
+    // Mistakes are named; nothing is replayed.
+    for (args, said) in [
+        (&["--within", "190.."][..], "do not fit"),
+        (&["--within", "50..40"], "holds no job"),
+        (&["--within", "500.."], "the workload has 200 jobs"),
+        (&["--within", "1-5"], "FROM..TO"),
+        (&["--min-bsld", "1e9"], "fewer than 30 windows"),
+    ] {
+        Test::new()
+            .file("t.swf", &many)
+            .args(&["sim", "t.swf", "--samples", "30", "--len", "20"])
+            .args(args)
+            .run()
+            .invalid()
+            .stderr_has(&[said]);
+    }
+    Test::new()
+        .file("t.swf", &many)
+        .args(&["sim", "t.swf", "--within", "0.."])
+        .run()
+        .invalid()
+        .stderr_has(&["--samples"]);
 }
 
 #[test]

@@ -22,6 +22,7 @@ use serde::Serialize;
 use slurp_runtime::core::Order;
 use slurp_sim::metrics::Metrics;
 use slurp_sim::reference::{self, run_choosing};
+use slurp_sim::window::Draw;
 use slurp_sim::{Model as SimModel, Window, Workload};
 
 use crate::model::{Model, ModelError};
@@ -261,40 +262,26 @@ pub fn replay(
 /// those where FCFS reaches `opts.min_bsld` (all when it is 1 or less) and
 /// that share no job with a window of `opts.hold_out`.
 pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, String> {
-    let held = |w: &Window| {
-        opts.hold_out
+    let draw = Draw {
+        count: opts.trajectories,
+        len: opts.len,
+        seed: opts.seed,
+        within: None,
+        min_bsld: opts.min_bsld,
+    };
+    draw.windows(workload, |w| {
+        !opts
+            .hold_out
             .iter()
             .any(|h| w.start < h.start + h.len && h.start < w.start + w.len)
-    };
-    let busy = |w: &Window| {
-        opts.min_bsld <= 1.0 || {
-            let fcfs = reference::run(workload, *w, Order::Fcfs, false);
-            Metrics::of(workload, &fcfs, SimModel::Reference).avg_bounded_slowdown >= opts.min_bsld
+    })
+    .map_err(|e| {
+        if opts.hold_out.is_empty() {
+            e
+        } else {
+            format!("{e} outside the held-out jobs")
         }
-    };
-    // Draw in rounds from a seed sequence (the first round is the plain
-    // draw of the seed); give up after 100 rounds' worth.
-    let mut kept = Vec::with_capacity(opts.trajectories);
-    for round in 0..100u64 {
-        let seed = opts
-            .seed
-            .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        for w in Window::samples(workload.jobs.len(), opts.len, opts.trajectories, seed)? {
-            if !held(&w) && busy(&w) {
-                kept.push(w);
-                if kept.len() == opts.trajectories {
-                    return Ok(kept);
-                }
-            }
-        }
-    }
-    Err(format!(
-        "fewer than {} windows of {} jobs reach an FCFS bounded slowdown of {} outside the held-out ones (found {})",
-        opts.trajectories,
-        opts.len,
-        opts.min_bsld,
-        kept.len()
-    ))
+    })
 }
 
 /// Plays `opts.trajectories` episodes of `workload`, in parallel, with

@@ -1,11 +1,16 @@
 //! Which jobs of a workload one simulation replays: all of them, a fixed
-//! window, or random windows drawn as the reference draws its episodes.
+//! window, or random windows drawn as the reference draws its episodes —
+//! from the whole trace or a span of it, and only busy ones if asked.
 
 use std::fmt;
 use std::ops::Range;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use crate::metrics::Metrics;
+use crate::workload::Workload;
+use crate::{Model, reference};
 
 /// Consecutive jobs `start..start + len` of a workload (after loading).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -36,6 +41,38 @@ impl Window {
         if window.len == 0 {
             return Err(format!("`{text}`: a window needs at least one job"));
         }
+        Ok(window)
+    }
+
+    /// `FROM..TO` or `FROM..` (to the last job): the jobs of a workload of
+    /// `jobs` jobs from `FROM` up to, not including, `TO`.
+    pub fn parse_span(text: &str, jobs: usize) -> Result<Window, String> {
+        let (from, to) = text
+            .split_once("..")
+            .ok_or_else(|| format!("`{text}` is not FROM..TO or FROM.."))?;
+        let number = |s: &str, what: &str| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{what} `{s}` in `{text}` is not a whole number"))
+        };
+        let from = number(from, "FROM")?;
+        let to = match to.trim() {
+            "" => jobs,
+            to => number(to, "TO")?,
+        };
+        if from >= jobs {
+            return Err(format!(
+                "`{text}`: the workload has {jobs} jobs (0-based, after dropping jobs that cannot run)"
+            ));
+        }
+        if to <= from {
+            return Err(format!("`{text}` holds no job (TO must be past FROM)"));
+        }
+        let window = Window {
+            start: from,
+            len: to - from,
+        };
+        window.check(jobs)?;
         Ok(window)
     }
 
@@ -76,6 +113,92 @@ impl Window {
     }
 }
 
+/// How random windows are drawn: `count` windows of `len` jobs from
+/// `seed`, their starts uniform over the reference's range of the whole
+/// workload or, with `within`, over the starts that keep a window inside
+/// that span; with `min_bsld` above 1, only windows where FCFS (reference
+/// model, no backfilling) reaches that average bounded slowdown — most
+/// windows of a real trace never queue, and no policy differs there.
+#[derive(Debug, Clone, Copy)]
+pub struct Draw {
+    pub count: usize,
+    pub len: usize,
+    pub seed: u64,
+    pub within: Option<Window>,
+    pub min_bsld: f64,
+}
+
+impl Draw {
+    /// The windows, also skipping those `keep` refuses (held-out jobs).
+    /// Draws in rounds from a seed sequence (the first round is the plain
+    /// draw of the seed) and gives up after 100 rounds and 100,000 windows
+    /// (busy windows can be one in a hundred of a span); the same seed
+    /// gives the same windows on every machine.
+    pub fn windows(
+        &self,
+        workload: &Workload,
+        keep: impl Fn(&Window) -> bool,
+    ) -> Result<Vec<Window>, String> {
+        let jobs = workload.jobs.len();
+        if let Some(span) = self.within {
+            span.check(jobs)?;
+            if span.len < self.len {
+                return Err(format!(
+                    "windows of {} jobs do not fit in jobs {}..{}",
+                    self.len,
+                    span.start,
+                    span.start + span.len
+                ));
+            }
+        }
+        let busy = |w: &Window| {
+            self.min_bsld <= 1.0 || {
+                let fcfs = reference::run(workload, *w, slurp_runtime::core::Order::Fcfs, false);
+                Metrics::of(workload, &fcfs, Model::Reference).avg_bounded_slowdown >= self.min_bsld
+            }
+        };
+        let mut kept = Vec::with_capacity(self.count);
+        let rounds = (100_000 / self.count.max(1)).max(100) as u64;
+        for round in 0..rounds {
+            let seed = self
+                .seed
+                .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
+            let drawn = match self.within {
+                None => Window::samples(jobs, self.len, self.count, seed)?,
+                Some(span) => {
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    let last = span.start + span.len - self.len;
+                    (0..self.count)
+                        .map(|_| Window {
+                            start: rng.random_range(span.start..=last),
+                            len: self.len,
+                        })
+                        .collect()
+                }
+            };
+            for w in drawn {
+                if keep(&w) && busy(&w) {
+                    kept.push(w);
+                    if kept.len() == self.count {
+                        return Ok(kept);
+                    }
+                }
+            }
+        }
+        let within = self.within.map_or(String::new(), |s| {
+            format!(" within jobs {}..{}", s.start, s.start + s.len)
+        });
+        Err(format!(
+            "fewer than {} windows of {} jobs{within} reach an FCFS bounded slowdown of {} \
+             (found {})",
+            self.count,
+            self.len,
+            self.min_bsld,
+            kept.len()
+        ))
+    }
+}
+
 impl fmt::Display for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.start, self.len)
@@ -100,6 +223,27 @@ mod tests {
         assert!(Window::parse("5:0").is_err());
         assert!(Window { start: 5, len: 5 }.check(10).is_ok());
         assert!(Window { start: 6, len: 5 }.check(10).is_err());
+    }
+
+    #[test]
+    fn spans_run_to_the_end_unless_bounded() {
+        assert_eq!(
+            Window::parse_span("300..", 1000),
+            Ok(Window {
+                start: 300,
+                len: 700
+            })
+        );
+        assert_eq!(
+            Window::parse_span("0..10", 1000),
+            Ok(Window { start: 0, len: 10 })
+        );
+        assert!(Window::parse_span("300", 1000).is_err());
+        assert!(Window::parse_span("10..10", 1000).is_err());
+        assert!(Window::parse_span("10..5", 1000).is_err());
+        assert!(Window::parse_span("990..1001", 1000).is_err());
+        assert!(Window::parse_span("1000..", 1000).is_err());
+        assert!(Window::parse_span("a..", 1000).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use slurp_runtime::core::{Backfill, Order, PolicyKind};
+use slurp_sim::window::Draw;
 use slurp_sim::{Machine, Metrics, Model, Window, Workload, simulate};
 
 fn window() -> Workload {
@@ -146,4 +147,84 @@ fn fcfs_without_backfilling_diverges_where_the_reference_does() {
     );
     assert_eq!(s.starts[16], 1818447);
     assert_eq!(s.starts[17..20], [1847869; 3]);
+}
+
+fn fcfs_bsld(workload: &Workload, w: Window) -> f64 {
+    let schedule = slurp_sim::reference::run(workload, w, Order::Fcfs, false);
+    Metrics::of(workload, &schedule, Model::Reference).avg_bounded_slowdown
+}
+
+/// Random windows drawn inside a span stay inside it; with a floor on
+/// FCFS's bounded slowdown only windows that reach it are kept; windows
+/// the caller refuses (held-out jobs) are skipped; each draw is seeded.
+#[test]
+fn draws_stay_within_their_span_and_keep_only_busy_windows() {
+    let workload = window();
+    let draw = Draw {
+        count: 20,
+        len: 64,
+        seed: 9,
+        within: Some(Window {
+            start: 500,
+            len: 400,
+        }),
+        min_bsld: 0.0,
+    };
+    let plain = draw.windows(&workload, |_| true).unwrap();
+    assert_eq!(plain.len(), 20);
+    assert!(
+        plain.iter().all(|w| w.start >= 500 && w.start + 64 <= 900),
+        "{plain:?}"
+    );
+    assert_eq!(plain, draw.windows(&workload, |_| true).unwrap(), "seeded");
+    assert_ne!(
+        plain,
+        Draw { seed: 10, ..draw }
+            .windows(&workload, |_| true)
+            .unwrap()
+    );
+    // Without a span, the plain draw is the reference's.
+    assert_eq!(
+        Draw {
+            within: None,
+            ..draw
+        }
+        .windows(&workload, |_| true)
+        .unwrap(),
+        Window::samples(workload.jobs.len(), 64, 20, 9).unwrap()
+    );
+
+    let floor = 100.0;
+    assert!(
+        plain.iter().any(|&w| fcfs_bsld(&workload, w) < floor),
+        "some plain windows are calm, or the floor proves nothing"
+    );
+    let busy = Draw {
+        min_bsld: floor,
+        ..draw
+    };
+    let kept = busy.windows(&workload, |w| w.start % 2 == 1).unwrap();
+    assert_eq!(kept.len(), 20);
+    for &w in &kept {
+        assert!(w.start % 2 == 1 && w.start >= 500 && w.start + 64 <= 900);
+        assert!(fcfs_bsld(&workload, w) >= floor, "{w}");
+    }
+
+    let short = Draw {
+        within: Some(Window { start: 0, len: 10 }),
+        ..draw
+    };
+    assert!(
+        short
+            .windows(&workload, |_| true)
+            .unwrap_err()
+            .contains("do not fit")
+    );
+    // Every window refused: the draw gives up (after 100,000 windows) and
+    // says what it looked for.
+    assert!(
+        busy.windows(&workload, |_| false)
+            .unwrap_err()
+            .contains("fewer than 20 windows of 64 jobs within jobs 500..900 reach an FCFS bounded slowdown of 100")
+    );
 }
