@@ -4,7 +4,7 @@
         --trace RICC-2010-2.swf.xz runs/ricc/model-*.onnx
 
 Each model plays 200 busy windows (FCFS bounded slowdown at least 3) drawn with a seed of
-its own (4242), none sharing a job with the held-out draws (`--hold-out`, the trainer's),
+its own (4242), none sharing a job with the held-out jobs (`--hold-out`, the trainer's),
 taking its best slot at each decision, and is scored by its mean gain on F1's worst-user
 bounded slowdown over the same windows. Prints one line per model, best last, and the best
 model's path on the last line.
@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--trace", required=True)
     ap.add_argument("--windows", type=int, default=200)
     ap.add_argument("--seed", type=int, default=4242)
-    ap.add_argument("--hold-out", default="12345:300,777:300")
+    ap.add_argument("--hold-out", required=True, metavar="FROM..[TO]|SEED:COUNT,...")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     scored = sorted((gain(args, m), m) for m in args.models)

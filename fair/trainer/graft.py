@@ -228,7 +228,7 @@ def main():
         p.add_argument("--windows", type=int, default=400)
         p.add_argument("--min-bsld", type=float, default=3.0)
         p.add_argument("--seed", type=int, default=2024, help="seed of the windows (and of evolve's draws)")
-        p.add_argument("--hold-out", default="12345:300,777:300")
+        p.add_argument("--hold-out", default="320000..")
         if name == "try":
             p.add_argument("--term", action="append", default=[], help="BETA:C:FEATURE=COEF,... (repeatable)")
             p.add_argument("--linear", action="store_true", help="terms without the relu")

@@ -3,9 +3,11 @@
     python3 fair/trainer/judge.py --slurp target/release/slurp \
         --trace fair/tests/data/RICC-2010-2.swf.xz --model stdlib/policies/fair-v1.onnx
 
-Replays `--samples` windows of `--len` jobs drawn with `--seed` (the draw the trainer held
-out with `--hold-out SEED:COUNT`) in the reference model, without backfilling, under every
-heuristic and the model (argmax), and prints a Markdown table: average bounded slowdown,
+Replays `--samples` windows of `--len` jobs drawn with `--seed` in the reference model,
+without backfilling, under every heuristic and the model (argmax). The windows are unseen
+either by time -- `--within 320000.. --min-bsld 3`: busy windows of the jobs the trainer held
+out with `--hold-out 320000..` (the trace's last months) -- or by draw (the trainer's
+`--hold-out SEED:COUNT`, no `--within`). Prints a Markdown table: average bounded slowdown,
 the worst user's, Jain's index, each the mean over the windows. Then the two checks of the
 shipped model: a lower worst-user bounded slowdown than FCFS, SJF and F1, and an average
 bounded slowdown at most 1.1 x the best heuristic's. Exits 1 when a check fails. A second
@@ -30,12 +32,17 @@ def main():
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--len", type=int, default=128)
     ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("--within", metavar="FROM..[TO]", help="draw inside these jobs only")
+    ap.add_argument("--min-bsld", type=float, help="only windows where FCFS reaches this")
     args = ap.parse_args()
     fair = "fair:" + args.model
+    draw = ["--within", args.within] if args.within else []
+    draw += ["--min-bsld", str(args.min_bsld)] if args.min_bsld is not None else []
     out = subprocess.run(
         [args.slurp, "sim", args.trace, "--model", "reference", "--samples", str(args.samples),
-         "--len", str(args.len), "--seed", str(args.seed), "--policy", ",".join(HEURISTICS + [fair]),
-         "--json"], check=True, capture_output=True, text=True).stdout
+         "--len", str(args.len), "--seed", str(args.seed), *draw,
+         "--policy", ",".join(HEURISTICS + [fair]), "--json"],
+        check=True, capture_output=True, text=True).stdout
     policies = json.loads(out)["policies"]
     figures = {p["policy"]: p["summary"] for p in policies}
     worst = {p["policy"]: [w["worst_user_bounded_slowdown"] for w in p["windows"]] for p in policies}

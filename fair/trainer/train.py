@@ -230,8 +230,10 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch")
     ap.add_argument("--keep-every", type=int, default=0, metavar="K",
                     help="keep the actor of every K-th epoch as OUT/model-EPOCH.onnx (the one played that epoch)")
-    ap.add_argument("--hold-out", default=None, metavar="SEED:COUNT",
-                    help="never train on the windows `slurp sim --samples COUNT --seed SEED` judges with")
+    ap.add_argument("--hold-out", default=None, metavar="FROM..[TO]|SEED:COUNT,...",
+                    help="never train on jobs FROM..TO (320000..: RICC's last months, judged with "
+                         "`judge.py --within 320000.. --min-bsld 3`) or on the windows "
+                         "`slurp sim --samples COUNT --seed SEED` draws")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
