@@ -65,7 +65,7 @@ pub struct RolloutArgs {
     baseline: Option<String>,
     /// Never play a job of the windows `slurp sim --samples COUNT --seed
     /// SEED` draws (same --len), or of jobs FROM..TO (`320000..`: from job
-    /// 320000 to the end, the trace's last months): they are kept for
+    /// 320000 to the end, in RICC its last four weeks): they are kept for
     /// judging the model; a list (`12345:300,777:300`) holds out several
     #[arg(long, value_name = "SEED:COUNT|FROM..[TO][,...]")]
     hold_out: Option<String>,
@@ -114,7 +114,7 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         Err(e) => return Ok(usage(format!("--baseline: {e}"))),
     };
     // SEED:COUNT (the draws of `slurp sim --samples`) or FROM..[TO] (a
-    // span of jobs, such as the last months of the trace), comma-separated.
+    // span of jobs, such as the last weeks of the trace), comma-separated.
     let mut hold_out = Vec::new();
     for text in args.hold_out.iter().flat_map(|h| h.split(',')) {
         if text.contains("..") {

@@ -7,7 +7,8 @@
 #   [CUT=320000] fair/trainer/campaign.sh SLURP TRACE OUT SECONDS [train.py options...]
 #
 # CUT defaults to RICC-2010-2's job 320000 (of 447,784 after loading): the
-# last ~28% of the trace, about 15 congested stretches. OUT gets the run
+# jobs submitted from 2 September 2010, the trace's last four weeks (28%
+# of its jobs, about 15 congested stretches). OUT gets the run
 # (curve.csv, model-EPOCH.onnx), train.log, choice.txt and judge.md (the
 # model card's table).
 set -euo pipefail

@@ -6,7 +6,7 @@
 Replays `--samples` windows of `--len` jobs drawn with `--seed` in the reference model,
 without backfilling, under every heuristic and the model (argmax). The windows are unseen
 either by time -- `--within 320000.. --min-bsld 3`: busy windows of the jobs the trainer held
-out with `--hold-out 320000..` (the trace's last months) -- or by draw (the trainer's
+out with `--hold-out 320000..` (RICC's last four weeks) -- or by draw (the trainer's
 `--hold-out SEED:COUNT`, no `--within`). Prints a Markdown table: average bounded slowdown,
 the worst user's, Jain's index, each the mean over the windows. Then the two checks of the
 shipped model: a lower worst-user bounded slowdown than FCFS, SJF and F1, and an average

@@ -231,7 +231,7 @@ def main():
     ap.add_argument("--keep-every", type=int, default=0, metavar="K",
                     help="keep the actor of every K-th epoch as OUT/model-EPOCH.onnx (the one played that epoch)")
     ap.add_argument("--hold-out", default=None, metavar="FROM..[TO]|SEED:COUNT,...",
-                    help="never train on jobs FROM..TO (320000..: RICC's last months, judged with "
+                    help="never train on jobs FROM..TO (320000..: RICC's last four weeks, judged with "
                          "`judge.py --within 320000.. --min-bsld 3`) or on the windows "
                          "`slurp sim --samples COUNT --seed SEED` draws")
     args = ap.parse_args()
