@@ -29,14 +29,9 @@ impl Window {
         let (start, len) = text
             .split_once(':')
             .ok_or_else(|| format!("`{text}` is not START:LEN"))?;
-        let number = |s: &str, what: &str| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{what} `{s}` in `{text}` is not a whole number"))
-        };
         let window = Window {
-            start: number(start, "START")?,
-            len: number(len, "LEN")?,
+            start: job_number(start, "START", text)?,
+            len: job_number(len, "LEN", text)?,
         };
         if window.len == 0 {
             return Err(format!("`{text}`: a window needs at least one job"));
@@ -50,15 +45,10 @@ impl Window {
         let (from, to) = text
             .split_once("..")
             .ok_or_else(|| format!("`{text}` is not FROM..TO or FROM.."))?;
-        let number = |s: &str, what: &str| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{what} `{s}` in `{text}` is not a whole number"))
-        };
-        let from = number(from, "FROM")?;
+        let from = job_number(from, "FROM", text)?;
         let to = match to.trim() {
             "" => jobs,
-            to => number(to, "TO")?,
+            to => job_number(to, "TO", text)?,
         };
         if from >= jobs {
             return Err(format!(
@@ -111,6 +101,13 @@ impl Window {
             })
             .collect())
     }
+}
+
+/// `part` (`what` of `text`) as a number of jobs.
+fn job_number(part: &str, what: &str, text: &str) -> Result<usize, String> {
+    part.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("{what} `{part}` in `{text}` is not a whole number"))
 }
 
 /// How random windows are drawn: `count` windows of `len` jobs from
