@@ -171,9 +171,24 @@ impl Model {
                 return false;
             };
             let direct = mlp.logits(&obs);
-            tract.iter().zip(&direct).all(|(t, d)| {
-                // Summation order and fused multiply-adds move the last bits.
-                (t - d).abs() <= 1e-4 * (1.0 + t.abs().max(d.abs()))
+            // Summation order and fused multiply-adds move the last bits,
+            // by as much as the sums' size, not the logit's: a trained
+            // model's first layer (standardisation folded in) makes terms
+            // in the hundreds that cancel to a logit near 0. So a real
+            // slot is held to the largest real logit of its probe — a
+            // misread weight moves logits by about that much — and a
+            // padded slot (the mask's −10⁹ term) to its own.
+            let scale = 1.0
+                + (0..real)
+                    .map(|slot| tract[slot].abs())
+                    .fold(0.0f32, f32::max);
+            tract.iter().zip(&direct).enumerate().all(|(slot, (t, d))| {
+                let size = if slot < real {
+                    scale
+                } else {
+                    1.0 + t.abs().max(d.abs())
+                };
+                (t - d).abs() <= 1e-4 * size
             })
         })
     }
