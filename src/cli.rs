@@ -60,6 +60,7 @@ struct RunArgs {
     /// Queue policy: `easy` (FCFS with EASY backfilling), `conservative`, or
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep` alone or with `+easy`
     /// or `+conservative`; or a learned policy choosing the next task,
+    /// `fair` (the model slurp ships, stdlib/policies/MODEL_CARD.md) or
     /// `fair:MODEL.onnx` (`+easy` to backfill around its choice); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins
@@ -794,7 +795,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                     .with_code("slurp::bad_policy")
                     .with_label(miette::LabeledSpan::at(at..at + policy.len(), "this policy"))
                     .with_help(
-                        "a learned policy is `fair:MODEL.onnx`, the path relative to this file, with the model's normalisers in MODEL.onnx.json",
+                        "a learned policy is `fair` (the model slurp ships) or `fair:MODEL.onnx`, the path relative to this file, with the model's normalisers in MODEL.onnx.json",
                     );
                     let report = miette::Report::new(diagnostic).with_source_code(
                         miette::NamedSource::new(source.display.clone(), source.text.clone()),

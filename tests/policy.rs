@@ -425,13 +425,126 @@ fn a_learned_policy_that_cannot_be_loaded_stops_the_run_before_it_starts() {
         .file("w.slurp", THREE)
         .args(&["--cores", "2", "--policy", "fair:", "w.slurp"]);
     missing.run().invalid().stderr_has(&["fair:MODEL.onnx"]);
-    // No model ships yet: `fair` alone says so and what to give instead.
-    let shipped = Test::new()
+}
+
+/// `--policy fair` alone is the shipped model, built into the binary: a
+/// real run needs no model file.
+#[test]
+fn the_shipped_model_runs_a_workflow_without_a_file() {
+    let test = Test::new()
         .file("w.slurp", THREE)
         .args(&["--cores", "2", "--policy", "fair", "w.slurp"]);
-    shipped
+    test.run().success();
+    let mut order: Vec<String> = std::fs::read_to_string(test.path().join("order"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    order.sort();
+    assert_eq!(order, ["n1", "n2", "w"]);
+}
+
+/// The shipped model judged as its card states it, on weeks of RICC it
+/// was not trained on (jobs from 320,000 on; it trained on the ones
+/// before): over 100 busy windows (FCFS at 3 or more) its worst user fares
+/// at least 1% better than under FCFS, SJF and F1, and its average bounded
+/// slowdown is within 1.1× the best heuristic's. The card's table must be
+/// these figures. The trace is the slice of those weeks (`--within 0..`
+/// there draws the windows `--within 320000..` draws in the whole trace).
+#[test]
+fn the_shipped_model_is_fairer_than_the_heuristics_on_weeks_it_never_saw() {
+    let trace = repo().join("fair/tests/data/RICC-2010-2-sep.swf.xz");
+    let run = Test::new()
+        .args(&[
+            "sim",
+            trace.to_str().unwrap(),
+            "--model",
+            "reference",
+            "--samples",
+            "100",
+            "--len",
+            "128",
+            "--seed",
+            "12345",
+            "--within",
+            "0..",
+            "--min-bsld",
+            "3",
+            "--policy",
+            "fcfs,sjf,f1,wfp3,unicep,fair",
+            "--json",
+        ])
         .run()
-        .invalid()
-        .stderr_has(&["no model ships yet", "fair:MODEL.onnx"]);
-    assert!(!shipped.path().join("order").exists(), "a task ran");
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let figures = |name: &str| -> [f64; 3] {
+        let p = doc["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["policy"] == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        let s = &p["summary"];
+        [
+            "avg_bounded_slowdown",
+            "worst_user_bounded_slowdown",
+            "jain",
+        ]
+        .map(|k| s[k].as_f64().unwrap())
+    };
+    let [avg, worst, _] = figures("fair");
+    for rival in ["fcfs", "sjf", "f1"] {
+        let [_, theirs, _] = figures(rival);
+        assert!(
+            worst <= 0.99 * theirs,
+            "worst user {worst:.2} under fair, {theirs:.2} under {rival}"
+        );
+    }
+    let best = ["fcfs", "sjf", "f1", "wfp3", "unicep"]
+        .map(|h| figures(h)[0])
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        avg <= 1.1 * best,
+        "average {avg:.2}, best heuristic {best:.2}"
+    );
+
+    // The card's held-out table (`| policy | avg | worst user's | Jain |`,
+    // the first table of its "## Held-out evaluation").
+    let card = std::fs::read_to_string(repo().join("stdlib/policies/MODEL_CARD.md")).unwrap();
+    let section = card
+        .split("\n## ")
+        .find(|s| s.starts_with("Held-out evaluation"))
+        .expect("the card has a \"## Held-out evaluation\"");
+    let table = section
+        .split("\n\n")
+        .find(|p| p.trim_start().starts_with('|'));
+    let mut rows = 0;
+    for line in table.expect("a table").lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let [_, label, a, w, j, _] = cells[..] else {
+            continue;
+        };
+        let name = if label == "fair (this model)" {
+            "fair"
+        } else {
+            label
+        };
+        if !["fcfs", "sjf", "f1", "wfp3", "unicep", "fair"].contains(&name) {
+            continue;
+        }
+        let stated = [a, w, j].map(|c| c.parse::<f64>().unwrap());
+        let computed = figures(name);
+        for (s, c) in stated.iter().zip(computed) {
+            assert!(
+                (s - c).abs() <= 0.0051,
+                "the card says {s} for {name}, slurp sim computes {c:.3}"
+            );
+        }
+        rows += 1;
+    }
+    assert_eq!(
+        rows, 6,
+        "the card's table lists the five heuristics and the model"
+    );
 }

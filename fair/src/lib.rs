@@ -23,10 +23,17 @@ pub mod spec;
 pub use model::{Model, ModelError};
 pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 
-/// The model slurp ships (`stdlib/policies/`), built into the binary.
+/// The model slurp ships, `stdlib/policies/fair-v1.onnx` and its
+/// normalisers (its card, `MODEL_CARD.md`, is beside it), built into the
+/// binary so `--policy fair` needs no file.
 pub fn shipped() -> Result<Model, String> {
-    Err(
-        "no model ships yet: give one, `fair:MODEL.onnx` (fair/trainer/README.md trains one)"
-            .into(),
+    const ONNX: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
+    const NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
+    Model::from_bytes(
+        std::path::Path::new("fair-v1.onnx (built in)"),
+        ONNX,
+        Some(NORMALISERS),
+        None,
     )
+    .map_err(|e| e.to_string())
 }

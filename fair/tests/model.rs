@@ -414,3 +414,15 @@ fn in_slurps_model_the_model_chooses_the_cores_head_and_every_schedule_is_valid(
     let learned = slurp_fair::chooser::replay(model, &workload, window, false, None).unwrap();
     assert_ne!(fcfs.order, learned.order, "the chooser was not consulted");
 }
+
+/// `--policy fair` is the shipped model, built into the binary: it loads
+/// without a file, with RICC-2010-2's normalisers (the trace it was
+/// trained on: 1024 nodes × 8 processors, 176 users), and runs in the
+/// direct evaluator.
+#[test]
+fn the_shipped_model_is_built_in_with_its_normalisers() {
+    let model = slurp_fair::shipped().expect("the built-in model loads");
+    assert_eq!(model.evaluator(), "direct");
+    assert_eq!(model.normalisers.max_procs, 8192.0);
+    assert_eq!(model.normalisers.max_user, 176.0);
+}
