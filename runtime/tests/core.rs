@@ -537,10 +537,12 @@ fn choosing(
 }
 
 #[test]
-fn a_chooser_picks_the_head_once_and_its_choice_waits() {
-    // Last in, first out on one core: started in reverse, and the rule is
-    // asked once per start — a choice that cannot start yet is kept, not
-    // asked again.
+fn a_chooser_is_asked_once_an_instant_and_again_when_time_moves() {
+    // Last in, first out on one core: started in reverse. A choice that
+    // cannot start yet stands for the rest of the instant (the pass and
+    // EASY's reservation ask for the head again) and is asked again at the
+    // next one: at 0 for the first start and the one that waits, at 10
+    // the same, at 20 for the last.
     let (starts, calls) = choosing(
         1,
         PolicyKind::FCFS,
@@ -548,7 +550,54 @@ fn a_chooser_picks_the_head_once_and_its_choice_waits() {
         &[(1, 10, 10); 3],
     );
     assert_eq!(starts, [20, 10, 0]);
-    assert_eq!(calls, 3);
+    assert_eq!(calls, 5);
+}
+
+#[test]
+fn a_waiting_choice_gives_way_when_the_chooser_changes_its_mind() {
+    // One core; the rule takes the newest task. At 0, t1 starts and t0
+    // waits as the choice; t2 arrives at 5, and the chooser, asked again,
+    // takes it: it starts when t1 ends, before t0 — as a heuristic's order
+    // would let a better-ranked arrival go first.
+    let capacity = Capacity {
+        nodes: 1,
+        cores_per_node: 1,
+        gpus_per_node: 0,
+        mem_per_node: 0,
+    };
+    let mut core = Core::new(capacity, PolicyKind::FCFS, Vec::new(), |_| [], Time(0));
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    core.set_chooser(
+        Time(0),
+        Box::new(Pick {
+            rule: |q| *q.iter().max().unwrap(),
+            calls,
+        }),
+    );
+    let job = Job {
+        request: Request::new(1, 1, 0, 0),
+        time_limit: Some(10),
+        retries: 0,
+    };
+    let mut starts = Vec::new();
+    let mut step = |core: &mut Core, at: u64| {
+        core.schedule(Time(at * 1000));
+        for event in core.drain().collect::<Vec<_>>() {
+            if let Event::Start { task, .. } = event {
+                starts.push((task.0, at));
+            }
+        }
+    };
+    core.submit(Time(0), job.clone());
+    core.submit(Time(0), job.clone());
+    step(&mut core, 0);
+    core.submit(Time(5000), job.clone());
+    step(&mut core, 5);
+    core.on_finished(Time(10_000), TaskId(1), Outcome::Success);
+    step(&mut core, 10);
+    core.on_finished(Time(20_000), TaskId(2), Outcome::Success);
+    step(&mut core, 20);
+    assert_eq!(starts, [(1, 0), (2, 10), (0, 20)]);
 }
 
 #[test]

@@ -250,9 +250,15 @@ pub struct Core {
     outbox: Vec<Event>,
     halted: bool,
     counts: [usize; 8],
-    /// A learned policy choosing the head, and its standing choice.
+    /// A learned policy choosing the head, and its standing choice and
+    /// when it was made: it stands for the rest of that instant (the pass
+    /// and EASY's reservation both ask for the head, and a network costs
+    /// microseconds), and the chooser is asked again when time moves, as
+    /// a heuristic's order re-ranks — a choice that stood until it could
+    /// start kept later, better arrivals waiting behind it.
     chooser: Option<Box<dyn Chooser>>,
     chosen: Option<u32>,
+    chosen_at: Time,
 }
 
 impl Core {
@@ -313,6 +319,7 @@ impl Core {
             counts: [0; 8],
             chooser: None,
             chosen: None,
+            chosen_at: Time(0),
         };
         core.counts[State::Pending as usize] = n;
         for t in 0..n as u32 {
@@ -507,9 +514,10 @@ impl Core {
     /// The task that ranks first now.
     fn head(&mut self, now: Time) -> Option<u32> {
         if let Some(chooser) = &mut self.chooser {
-            // The standing choice, while it waits.
+            // The standing choice, for the rest of its instant.
             if let Some(c) = self.chosen
                 && self.slots[c as usize].state == State::Runnable
+                && self.chosen_at == now
             {
                 return Some(c);
             }
@@ -522,6 +530,7 @@ impl Core {
                 .is_some_and(|slot| self.queue.contains(&(slot.key, pick)));
             let pick = if queued { pick } else { first };
             self.chosen = Some(pick);
+            self.chosen_at = now;
             return Some(pick);
         }
         match &mut self.kinetic {
