@@ -269,19 +269,14 @@ pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, 
         within: None,
         min_bsld: opts.min_bsld,
     };
-    draw.windows(workload, |w| {
-        !opts
-            .hold_out
-            .iter()
-            .any(|h| w.start < h.start + h.len && h.start < w.start + w.len)
-    })
-    .map_err(|e| {
-        if opts.hold_out.is_empty() {
-            e
-        } else {
-            format!("{e} outside the held-out jobs")
-        }
-    })
+    draw.windows(workload, |w| !opts.hold_out.iter().any(|h| h.overlaps(w)))
+        .map_err(|e| {
+            if opts.hold_out.is_empty() {
+                e
+            } else {
+                format!("{e}; windows that share a job with the held-out ones are skipped")
+            }
+        })
 }
 
 /// Plays `opts.trajectories` episodes of `workload`, in parallel, with

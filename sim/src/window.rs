@@ -66,6 +66,11 @@ impl Window {
         Ok(window)
     }
 
+    /// Whether the two share a job.
+    pub fn overlaps(&self, other: &Window) -> bool {
+        self.start < other.start + other.len && other.start < self.start + self.len
+    }
+
     /// Checks the window lies inside a workload of `jobs` jobs.
     pub fn check(&self, jobs: usize) -> Result<(), String> {
         if self.start + self.len > jobs {
@@ -185,13 +190,17 @@ impl Draw {
         let within = self.within.map_or(String::new(), |s| {
             format!(" within jobs {}..{}", s.start, s.start + s.len)
         });
+        let busy = if self.min_bsld > 1.0 {
+            format!(" reach an FCFS bounded slowdown of {} and", self.min_bsld)
+        } else {
+            String::new()
+        };
         Err(format!(
-            "fewer than {} windows of {} jobs{within} reach an FCFS bounded slowdown of {} \
-             (found {})",
+            "fewer than {} windows of {} jobs{within}{busy} could be drawn (found {} in {} draws)",
             self.count,
             self.len,
-            self.min_bsld,
-            kept.len()
+            kept.len(),
+            rounds * self.count as u64
         ))
     }
 }
@@ -235,6 +244,10 @@ mod tests {
             Window::parse_span("0..10", 1000),
             Ok(Window { start: 0, len: 10 })
         );
+        let w = |start, len| Window { start, len };
+        assert!(w(0, 10).overlaps(&w(9, 5)) && w(9, 5).overlaps(&w(0, 10)));
+        assert!(!w(0, 10).overlaps(&w(10, 5)) && !w(10, 5).overlaps(&w(0, 10)));
+        assert!(w(0, 100).overlaps(&w(40, 2)));
         assert!(Window::parse_span("300", 1000).is_err());
         assert!(Window::parse_span("10..10", 1000).is_err());
         assert!(Window::parse_span("10..5", 1000).is_err());

@@ -257,8 +257,7 @@ pub struct Core {
     /// a heuristic's order re-ranks — a choice that stood until it could
     /// start kept later, better arrivals waiting behind it.
     chooser: Option<Box<dyn Chooser>>,
-    chosen: Option<u32>,
-    chosen_at: Time,
+    chosen: Option<(u32, Time)>,
 }
 
 impl Core {
@@ -319,7 +318,6 @@ impl Core {
             counts: [0; 8],
             chooser: None,
             chosen: None,
-            chosen_at: Time(0),
         };
         core.counts[State::Pending as usize] = n;
         for t in 0..n as u32 {
@@ -515,9 +513,9 @@ impl Core {
     fn head(&mut self, now: Time) -> Option<u32> {
         if let Some(chooser) = &mut self.chooser {
             // The standing choice, for the rest of its instant.
-            if let Some(c) = self.chosen
+            if let Some((c, at)) = self.chosen
+                && at == now
                 && self.slots[c as usize].state == State::Runnable
-                && self.chosen_at == now
             {
                 return Some(c);
             }
@@ -529,8 +527,7 @@ impl Core {
                 .get(pick as usize)
                 .is_some_and(|slot| self.queue.contains(&(slot.key, pick)));
             let pick = if queued { pick } else { first };
-            self.chosen = Some(pick);
-            self.chosen_at = now;
+            self.chosen = Some((pick, now));
             return Some(pick);
         }
         match &mut self.kinetic {
@@ -564,7 +561,7 @@ impl Core {
             unreachable!("the policy chose task {task}, which does not fit");
         };
         self.dequeue(now, task);
-        if self.chosen == Some(task) {
+        if self.chosen.is_some_and(|(c, _)| c == task) {
             self.chosen = None;
         }
         if let Some(chooser) = &mut self.chooser {
