@@ -30,6 +30,7 @@ fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
             },
             time_limit: Some(60 + (i as u64 * 7919) % 3600),
             retries: 0,
+            user: 0,
         })
         .collect();
     let mut core = Core::new(CAPACITY, policy, jobs, |_| Vec::<u32>::new(), Time(0));

@@ -2,7 +2,9 @@
 # Installs and starts what the tests need beyond Rust, when it is missing:
 # Debian's Chromium and ChromeDriver for the report's browser test
 # (tests/report.rs), and a one-node Slurm on localhost for the Slurm tests
-# (tests/slurm.rs; scripts/local-slurm.sh). Quick when all is there already.
+# (tests/slurm.rs; scripts/local-slurm.sh), and NumPy for the check of the
+# learned policy's observation against an independent computation
+# (fair/tests/observe_v2.rs). Quick when all is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +20,11 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "test-deps: installing ${need[*]}" >&2
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import numpy' 2>/dev/null; then
+    echo "test-deps: installing numpy (PyPI)" >&2
+    python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
 fi
 
 scripts/local-slurm.sh start

@@ -6,6 +6,7 @@ mod policy;
 mod progress;
 mod report;
 mod sim;
+mod train;
 
 /// Loading a large workflow makes millions of small, short-lived
 /// allocations; mimalloc does them in about half the time glibc's malloc

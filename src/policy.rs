@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use slurp_fair::observe::Normalisers;
 use slurp_fair::rollout::{self, Options, Player, Score};
-use slurp_fair::{Model, model::sidecar};
+use slurp_fair::{Model, Sight, model::sidecar};
 use slurp_runtime::core::Order;
+use slurp_sim::generate::Family;
 use slurp_sim::{Machine, Window, Workload};
 
 #[derive(Subcommand, Debug)]
@@ -17,6 +18,76 @@ pub enum PolicyCommand {
     /// decision (observations, masks, actions, log-probabilities, rewards)
     /// as NumPy arrays for training
     Rollout(RolloutArgs),
+    /// Write a synthetic multi-user workload as SWF (Lublin–Feitelson job
+    /// sizes and run times, users of different habits, a daily cycle): the
+    /// same trace any TRACE argument `gen:FAMILY:SEED` names
+    Generate(GenerateArgs),
+    /// Judge a learned policy on workloads: the same random windows
+    /// replayed in both simulation models, without and with EASY, by
+    /// FCFS, SJF, F1, fairshare and the model; a table of worst-user and
+    /// average bounded slowdowns per cell, and how many cells it wins
+    Judge(JudgeArgs),
+    /// Train a learned policy on a site's own traces with the PyTorch
+    /// trainer (CUDA when present, CPU otherwise), keeping the last quarter
+    /// of each out; write the best model and judge it there
+    Train(crate::train::TrainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct JudgeArgs {
+    /// The model: `fair` (the one slurp ships) or MODEL.onnx
+    #[arg(value_name = "MODEL")]
+    model: String,
+    /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
+    /// was not trained on
+    #[arg(value_name = "TRACE", required = true)]
+    traces: Vec<PathBuf>,
+    /// Windows per workload
+    #[arg(long, value_name = "K", default_value_t = 50)]
+    samples: usize,
+    /// Jobs per window
+    #[arg(long, value_name = "L", default_value_t = 1024)]
+    len: usize,
+    /// Seed of the windows
+    #[arg(long, value_name = "S", default_value_t = 12345)]
+    seed: u64,
+    /// Draw windows inside jobs FROM..TO only (the span a model was not
+    /// trained on, such as `320000..` of RICC)
+    #[arg(long, value_name = "FROM..[TO]")]
+    within: Option<String>,
+    /// Keep only windows where FCFS (reference model, no backfilling)
+    /// reaches this average bounded slowdown
+    #[arg(long, value_name = "X", default_value_t = 0.0)]
+    min_bsld: f64,
+    /// Print JSON instead of tables
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 unless the model wins at least 3 of every 4 cells, never
+    /// trails the fairest heuristic by more than 1%, and keeps its average
+    /// within 1.1× the best
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// `small` (64 processors, 16 users, load 0.7, bursty), `mid` (512, 48,
+    /// 0.7), `large` (4,096, 128, 0.7, many wide jobs), `saturated` (256,
+    /// 32, load 1), `quiet` (1,024, 64, 0.4)
+    #[arg(value_name = "FAMILY")]
+    family: String,
+    /// Seed: the same family and seed give the same trace everywhere
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// Jobs to generate
+    #[arg(long, value_name = "N", default_value_t = GENERATED_JOBS)]
+    jobs: usize,
+    /// Override the family's load (work offered over what the machine gives)
+    #[arg(long, value_name = "X")]
+    load: Option<f64>,
+    /// Write here instead of standard output
+    #[arg(short, long, value_name = "FILE.swf")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -29,9 +100,20 @@ pub struct RolloutArgs {
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
-    /// Workload trace (SWF, also .gz/.xz)
-    #[arg(long, value_name = "TRACE")]
-    trace: PathBuf,
+    /// Workload trace (SWF, also .gz/.xz); repeat it to play episodes of
+    /// several in turn (each draws its own windows)
+    #[arg(long, value_name = "TRACE", required = true)]
+    trace: Vec<PathBuf>,
+    /// Which simulation model plays the episodes: `reference` (RL-SPEC's,
+    /// whole nodes, one decision a start) or `slurp` (the runtime core, as
+    /// `slurp FILE` schedules)
+    #[arg(long, value_name = "MODEL", default_value = "reference", value_parser = ["reference", "slurp"])]
+    sim: String,
+    /// What a teacher's episodes are observed with: `v1` (scaled by the
+    /// trace's maxima) or `v2` (site-independent ratios); a network sees
+    /// what it was trained on
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2"])]
+    observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
     trajectories: usize,
@@ -45,9 +127,13 @@ pub struct RolloutArgs {
     /// Jobs per episode
     #[arg(long, value_name = "L", default_value_t = 128)]
     len: usize,
-    /// Backfill (the reference's rule) while the chosen job waits
+    /// Backfill while the chosen job waits (the reference's rule in the
+    /// reference model, EASY in slurp's)
     #[arg(long)]
     backfill: bool,
+    /// Every other episode backfills: one policy trained for both uses
+    #[arg(long, conflicts_with = "backfill")]
+    mixed_backfill: bool,
     /// How users' mean bounded slowdowns make the reward: `worst`, `mean`, `best`
     #[arg(long, value_name = "HOW", default_value = "worst")]
     score: String,
@@ -71,31 +157,273 @@ pub struct RolloutArgs {
     hold_out: Option<String>,
 }
 
+/// Jobs a generated workload has unless its name says (`gen:FAMILY:SEED:JOBS`).
+pub const GENERATED_JOBS: usize = 10_000;
+
+/// A trace file, or a generated workload named `gen:FAMILY[:SEED[:JOBS]]`
+/// (`slurp policy generate` writes the same trace as SWF).
+pub fn read_trace(path: &std::path::Path) -> Result<slurp_trace::Trace, String> {
+    let name = path.to_string_lossy();
+    let Some(rest) = name.strip_prefix("gen:") else {
+        return slurp_trace::read(path).map_err(|e| format!("{}: {e}", path.display()));
+    };
+    let mut parts = rest.split(':');
+    let family: Family = parts.next().unwrap_or_default().parse()?;
+    let number = |what: &str, text: Option<&str>, default: u64| match text {
+        None => Ok(default),
+        Some(t) => t
+            .parse::<u64>()
+            .map_err(|_| format!("`{name}`: the {what} `{t}` is not a whole number")),
+    };
+    let seed = number("seed", parts.next(), 0)?;
+    let jobs = number("job count", parts.next(), GENERATED_JOBS as u64)?;
+    if parts.next().is_some() || jobs == 0 || jobs > 10_000_000 {
+        return Err(format!(
+            "`{name}`: give gen:FAMILY[:SEED[:JOBS]] with 1 to 10,000,000 jobs, such as gen:mid:7"
+        ));
+    }
+    Ok(slurp_sim::generate::generate(
+        &family.spec(jobs as usize),
+        seed,
+    ))
+}
+
+/// A trace as the simulator replays it, on the machine its header gives.
+pub fn workload(path: &std::path::Path) -> Result<Workload, String> {
+    let trace = read_trace(path)?;
+    let machine = Machine::of(&trace).ok_or_else(|| {
+        format!(
+            "{}: the header gives no `; MaxProcs:` or `; MaxNodes:`",
+            path.display()
+        )
+    })?;
+    let workload = Workload::new(&trace, machine);
+    if workload.jobs.is_empty() {
+        return Err(format!("{}: no job can be replayed", path.display()));
+    }
+    Ok(workload)
+}
+
 fn usage(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
 }
 
 pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
-    let PolicyCommand::Rollout(args) = command;
+    match command {
+        PolicyCommand::Rollout(args) => rollout(args),
+        PolicyCommand::Generate(args) => generate(args),
+        PolicyCommand::Judge(args) => judge(args),
+        PolicyCommand::Train(args) => crate::train::train(args),
+    }
+}
+
+impl JudgeArgs {
+    /// `slurp policy judge MODEL TRACES --samples K --within SPAN` with
+    /// the other options at their defaults.
+    pub fn new(model: String, traces: Vec<PathBuf>, samples: usize, within: String) -> JudgeArgs {
+        JudgeArgs {
+            model,
+            traces,
+            samples,
+            len: 1024,
+            seed: 12345,
+            within: Some(within),
+            min_bsld: 0.0,
+            json: false,
+            check: false,
+        }
+    }
+}
+
+pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
+    use slurp_fair::judge::{self, Cell};
+    let spec = if args.model == "fair" {
+        slurp_fair::spec::Spec {
+            model: None,
+            backfill: false,
+        }
+    } else {
+        slurp_fair::spec::Spec {
+            model: Some(PathBuf::from(&args.model)),
+            backfill: false,
+        }
+    };
+    let net = match spec.load() {
+        Ok(m) => m,
+        Err(e) => return Ok(usage(e)),
+    };
+    let label = if args.model == "fair" {
+        "fair".to_owned()
+    } else {
+        std::path::Path::new(&args.model)
+            .file_name()
+            .map_or(args.model.clone(), |n| n.to_string_lossy().into_owned())
+    };
+    if args.samples == 0 || args.len == 0 {
+        return Ok(usage("--samples and --len: at least 1"));
+    }
+    let mut cells: Vec<Cell> = Vec::new();
+    for path in &args.traces {
+        let workload = match workload(path) {
+            Ok(w) => w,
+            Err(e) => return Ok(usage(e)),
+        };
+        let within = match args
+            .within
+            .as_deref()
+            .map(|t| Window::parse_span(t, workload.jobs.len()))
+            .transpose()
+        {
+            Ok(w) => w,
+            Err(e) => return Ok(usage(format!("--within {e}"))),
+        };
+        let room = within.map_or(workload.jobs.len(), |w| w.len);
+        let draw = slurp_sim::window::Draw {
+            count: args.samples,
+            len: args.len.min(room),
+            seed: args.seed,
+            within,
+            min_bsld: args.min_bsld,
+        };
+        let windows = match draw.windows(&workload, |_| true) {
+            Ok(w) => w,
+            Err(e) => return Ok(usage(format!("{}: {e}", path.display()))),
+        };
+        let name = path.to_string_lossy();
+        let name = name.rsplit('/').next().unwrap_or(&name);
+        match judge::cells(&net, &label, name, &workload, &windows) {
+            Ok(c) => cells.extend(c),
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    let wins = cells.iter().filter(|c| c.wins()).count();
+    let holds = cells.iter().filter(|c| c.holds()).count();
+    let averages = cells.iter().filter(|c| c.average_ok()).count();
+    let passed = 4 * wins >= 3 * cells.len() && holds == cells.len() && averages == cells.len();
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = serde_json::json!({
+            "model": args.model,
+            "observation": net.sight.name(),
+            "samples": args.samples,
+            "len": args.len,
+            "seed": args.seed,
+            "cells": cells,
+            "wins": wins,
+            "holds": holds,
+            "averages_within": averages,
+            "passed": passed,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{label} (observation {}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
+            net.sight.name(),
+            args.samples,
+            args.len,
+            args.seed
+        )?;
+        let rivals: Vec<&str> = judge::RIVALS.iter().map(|o| o.name()).collect();
+        writeln!(
+            out,
+            "| workload | model | backfill | {} | {label} | fairest heuristic | verdict |",
+            rivals.join(" | ")
+        )?;
+        writeln!(out, "|{}", "---|".repeat(rivals.len() + 6))?;
+        let fmt = |s: &judge::Score| {
+            format!(
+                "{:.2} ({:.2})",
+                s.worst_user_bounded_slowdown, s.avg_bounded_slowdown
+            )
+        };
+        for c in &cells {
+            let verdict = if c.wins() {
+                "wins"
+            } else if c.holds() {
+                "holds"
+            } else {
+                "loses"
+            };
+            let verdict = if c.average_ok() {
+                verdict.to_owned()
+            } else {
+                format!("{verdict}, average > 1.1× best")
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | **{}** | {} | {verdict} |",
+                c.workload,
+                c.model,
+                if c.backfill { "easy" } else { "none" },
+                c.rivals.iter().map(fmt).collect::<Vec<_>>().join(" | "),
+                fmt(&c.learned),
+                c.fairest_rival().policy,
+            )?;
+        }
+        writeln!(
+            out,
+            "\nwins {wins} of {} cells (≥ 1% below every heuristic's worst user), holds {holds} (≤ 1% above the fairest), average within 1.1× the best in {averages}: {}",
+            cells.len(),
+            if passed { "passes" } else { "does not pass" }
+        )?;
+    }
+    Ok(if args.check && !passed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
+    let family: Family = match args.family.parse() {
+        Ok(f) => f,
+        Err(e) => return Ok(usage(e)),
+    };
+    if args.jobs == 0 || args.jobs > 10_000_000 {
+        return Ok(usage(format!("--jobs {}: give 1 to 10,000,000", args.jobs)));
+    }
+    let mut spec = family.spec(args.jobs);
+    if let Some(load) = args.load {
+        if !(load > 0.0 && load <= 10.0) {
+            return Ok(usage(format!(
+                "--load {load}: give a number above 0 and at most 10, such as 0.9"
+            )));
+        }
+        spec.load = load;
+    }
+    let text = slurp_sim::generate::generate(&spec, args.seed).to_swf();
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?,
+        None => {
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     let score: Score = match args.score.parse() {
         Ok(s) => s,
         Err(e) => return Ok(usage(e)),
     };
-    let trace = match slurp_trace::read(&args.trace) {
-        Ok(t) => t,
-        Err(e) => return Ok(usage(format!("{}: {e}", args.trace.display()))),
-    };
-    let Some(machine) = Machine::of(&trace) else {
-        return Ok(usage(format!(
-            "{}: the header gives no `; MaxProcs:` or `; MaxNodes:`",
-            args.trace.display()
-        )));
-    };
-    let workload = Workload::new(&trace, machine);
+    let mut workloads = Vec::new();
+    for path in &args.trace {
+        match workload(path) {
+            Ok(w) => workloads.push(w),
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    let workload = &workloads[0];
     // A model without normalisers beside it (a trainer's first) takes the
-    // trace's; they are written out so the trainer can keep them with it.
-    let own = Normalisers::of(&workload);
+    // first trace's; they are written out so the trainer can keep them
+    // with it.
+    let own = Normalisers::of(workload);
     let model = match &args.model {
         Some(path) => match Model::load(path, Some(own)) {
             Ok(m) => Some(m),
@@ -107,7 +435,9 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         Order::ALL
             .into_iter()
             .find(|o| o.name() == name)
-            .ok_or_else(|| format!("unknown heuristic `{name}` (fcfs, sjf, f1, wfp3, unicep)"))
+            .ok_or_else(|| {
+                format!("unknown heuristic `{name}` (fcfs, sjf, f1, wfp3, unicep, fairshare)")
+            })
     };
     let baseline = match args.baseline.as_deref().map(order).transpose() {
         Ok(b) => b,
@@ -140,6 +470,12 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
     let (player, normalisers) = match (&model, &args.teacher) {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
+            // Its order is the users' usage, not a key of the job.
+            Ok(Order::Fairshare) => {
+                return Ok(usage(
+                    "--teacher: `fairshare` ranks users, not jobs, and cannot be cloned (fcfs, sjf, f1, wfp3, unicep)",
+                ));
+            }
             Ok(order) => (Player::Teacher(order), own),
             Err(e) => return Ok(usage(format!("--teacher: {e}"))),
         },
@@ -155,14 +491,35 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         min_bsld: args.min_bsld,
         baseline,
         hold_out,
+        model: if args.sim == "slurp" {
+            slurp_sim::Model::Slurp
+        } else {
+            slurp_sim::Model::Reference
+        },
+        sight: if args.observation == "v2" {
+            Sight::V2
+        } else {
+            Sight::V1
+        },
+        mixed: args.mixed_backfill,
+    };
+    let sight = match &model {
+        Some(m) => m.sight,
+        None => opts.sight,
     };
     let started = std::time::Instant::now();
-    let trajectories = match rollout::rollout(player, &normalisers, &workload, &opts) {
+    let trajectories = match rollout::rollout(player, &workloads, &opts) {
         Ok(t) => t,
         Err(e) => return Ok(usage(e)),
     };
     rollout::write(&args.out, &trajectories)?;
-    let written = serde_json::to_string_pretty(&normalisers).map_err(std::io::Error::other)?;
+    // What a model trained on these episodes must see: v2's name, or v1's
+    // scales.
+    let written = match sight {
+        Sight::V2 => serde_json::to_string_pretty(&serde_json::json!({ "observation": "v2" })),
+        Sight::V1 => serde_json::to_string_pretty(&normalisers),
+    }
+    .map_err(std::io::Error::other)?;
     std::fs::write(args.out.join("normalisers.json"), written)?;
     let steps: usize = trajectories.iter().map(|t| t.steps.len()).sum();
     let mean = |f: fn(&rollout::Trajectory) -> f64| {
@@ -175,8 +532,9 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         mean(|t| t.reward as f64),
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
-        match &args.model {
-            Some(path) if sidecar(path).exists() => "",
+        match (&args.model, sight) {
+            (_, Sight::V2) => "",
+            (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }
     );

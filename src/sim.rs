@@ -16,11 +16,14 @@ const DEFAULT_POLICIES: &str =
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
-    /// Workload trace in the Standard Workload Format (`.swf`, `.swf.gz`, `.swf.xz`)
+    /// Workload trace in the Standard Workload Format (`.swf`, `.swf.gz`,
+    /// `.swf.xz`), or a generated one, `gen:FAMILY[:SEED[:JOBS]]` (`slurp
+    /// policy generate --help`)
     trace: PathBuf,
-    /// Policies to compare: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, each
-    /// alone (no backfilling) or with `+easy` or `+conservative`; `easy` is
-    /// `fcfs+easy`
+    /// Policies to compare: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`,
+    /// `fairshare`, each alone (no backfilling) or with `+easy` or
+    /// `+conservative`; `easy` is `fcfs+easy`; learned ones, `fair` or
+    /// `fair:MODEL.onnx` (`+easy`)
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = DEFAULT_POLICIES)]
     policy: String,
     /// `slurp`: the runtime's scheduler core, core-granular, until every job
@@ -79,8 +82,10 @@ fn usage(message: impl std::fmt::Display) -> io::Result<ExitCode> {
 pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
     // `fair:MODEL.onnx[+easy]`: a learned policy, judged greedily in the
     // reference model; the rest are the core's policies.
-    let (learned, heuristics): (Vec<&str>, Vec<&str>) =
-        args.policy.split(',').partition(|p| p.starts_with("fair"));
+    let (learned, heuristics): (Vec<&str>, Vec<&str>) = args
+        .policy
+        .split(',')
+        .partition(|p| slurp_fair::spec::Spec::parse(p).is_some());
     let policies: Vec<PolicyKind> = match heuristics.iter().map(|p| p.parse()).collect() {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -92,9 +97,9 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
     if let Some(e) = policies.iter().find_map(|&p| model.check(p).err()) {
         return usage(e);
     }
-    let trace = match slurp_trace::read(&args.trace) {
+    let trace = match crate::policy::read_trace(&args.trace) {
         Ok(t) => t,
-        Err(e) => return usage(format!("{}: {e}", args.trace.display())),
+        Err(e) => return usage(e),
     };
     let name = args.trace.display();
     for bad in trace.malformed.iter().take(5) {

@@ -548,3 +548,88 @@ fn the_shipped_model_is_fairer_than_the_heuristics_on_weeks_it_never_saw() {
         "the card's table lists the five heuristics and the model"
     );
 }
+
+#[test]
+fn judge_tables_a_model_against_every_heuristic_in_every_cell() {
+    let model = std::fs::read(repo().join("fair/tests/data/shortest-v2.onnx")).unwrap();
+    let judge = |extra: &[&str]| {
+        let mut args = vec![
+            "policy",
+            "judge",
+            "m.onnx",
+            "gen:small:1:3000",
+            "--samples",
+            "3",
+            "--len",
+            "256",
+        ];
+        args.extend_from_slice(extra);
+        Test::new().file("m.onnx", &model).args(&args).run()
+    };
+    let doc: serde_json::Value =
+        serde_json::from_str(&judge(&["--json"]).success().stdout).unwrap();
+    assert_eq!(doc["observation"], "v2");
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "both models, without and with EASY");
+    let rivals: Vec<&str> = cells[1]["rivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(rivals, ["easy", "sjf+easy", "f1+easy", "fairshare+easy"]);
+    assert_eq!(cells[1]["learned"]["policy"], "m.onnx+easy");
+    // The cell's figures are `slurp sim`'s on the same windows.
+    for (cell, model, policy) in [(0, "slurp", "sjf"), (3, "reference", "fairshare+easy")] {
+        let sim = Test::new()
+            .args(&[
+                "sim",
+                "gen:small:1:3000",
+                "--model",
+                model,
+                "--samples",
+                "3",
+                "--len",
+                "256",
+                "--seed",
+                "12345",
+                "--policy",
+                policy,
+                "--json",
+            ])
+            .run()
+            .success();
+        let sim: serde_json::Value = serde_json::from_str(&sim.stdout).unwrap();
+        let r = cells[cell]["rivals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["policy"] == policy)
+            .unwrap();
+        assert_eq!(
+            r["worst_user_bounded_slowdown"],
+            sim["policies"][0]["summary"]["worst_user_bounded_slowdown"],
+            "{model} {policy}"
+        );
+    }
+    // The table, and --check: a stand-in SJF does not beat SJF by 1%.
+    let table = judge(&["--check"]);
+    assert_eq!(table.status, 1, "{}", table.stdout);
+    for fragment in [
+        "| gen:small:1:3000 | slurp | none |",
+        "| reference | easy |",
+        "does not pass",
+        "fairest heuristic",
+    ] {
+        assert!(
+            table.stdout.contains(fragment),
+            "no {fragment:?} in\n{}",
+            table.stdout
+        );
+    }
+    assert_eq!(
+        judge(&[]).status,
+        0,
+        "without --check the table is the answer"
+    );
+}

@@ -1,7 +1,8 @@
 //! One decision of the learned policy: build the observation, run the
 //! network (the trainer's MLP, evaluated directly), pick the slot — with 128
 //! jobs queued (every slot real) and with 5,000 (the slots chosen from a
-//! deep queue); and the network alone, directly and in tract's plan.
+//! deep queue), for a v1 and a v2 (site-independent) model; and the network
+//! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -66,6 +67,25 @@ fn decisions(c: &mut Criterion) {
                 };
                 let obs = observe(&d, &model.normalisers, &mut users);
                 let logits = model.logits(&obs).expect("runs");
+                std::hint::black_box(choose(&logits, None))
+            })
+        });
+    }
+    // The same with a v2 model: ratios against the shown jobs and the
+    // users' standing, no normalisers.
+    let v2 = Model::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/actor-v2.onnx"),
+        None,
+    )
+    .expect("the v2 actor loads");
+    for queued in [128usize, 5000] {
+        let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
+        let mut follow = slurp_fair::observe_v2::Follow::default();
+        group.bench_function(format!("{queued} queued, v2"), |b| {
+            b.iter(|| {
+                let d = decision(&jobs, &mut queue, &started, &starts);
+                let obs = follow.observe(&d);
+                let logits = v2.logits(&obs).expect("runs");
                 std::hint::black_box(choose(&logits, None))
             })
         });

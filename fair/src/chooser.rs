@@ -10,27 +10,55 @@
 //!
 //! In a real run ([`Learned::for_tasks`]) a task is a job whose estimate is
 //! its time limit and whose "user" is the line or sweep it comes from (a
-//! nested entry is one task of its parent's, so one user there); features
-//! are scaled by the instance itself — its cores, its longest time limit,
-//! its number of lines — as the model's were by its trace and machine.
+//! nested entry is one task of its parent's, so one user there). A v2
+//! model's features are ratios (`observe_v2.rs`) and mean the same here as
+//! in a replay; a v1 model's are scaled by the instance itself — its
+//! cores, its longest time limit, its number of lines — as the model's
+//! were by its trace and machine.
+//!
+//! The same chooser plays the trainer's episodes in slurp's model
+//! ([`Learned::recording`]): every decision with a choice is kept as a
+//! [`Step`], by the network or by a heuristic teacher.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
-use slurp_runtime::core::{Chooser, PolicyKind, Queue, Time};
-use slurp_sim::reference::Decision;
+use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time};
+use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
-use crate::observe::{Normalisers, SLOTS, Users, interleave, observe_slots};
-use crate::rollout::{choose, draws};
-use crate::{Model, ModelError};
+use crate::observe::{Normalisers, Observation, SLOTS, Users, interleave, observe_slots};
+use crate::observe_v2::{self, Shown, Standing};
+use crate::rollout::{Step, choose, draws};
+use crate::{Model, ModelError, Sight};
+
+/// Who chooses: the network, or a heuristic whose choices a trainer clones.
+#[derive(Debug, Clone)]
+pub enum Who {
+    Network(Arc<Model>),
+    /// The heuristic's best among the shown jobs (RL-SPEC's keys).
+    Teacher(Order, Sight),
+}
+
+impl Who {
+    fn sight(&self) -> Sight {
+        match self {
+            Who::Network(m) => m.sight,
+            Who::Teacher(_, sight) => *sight,
+        }
+    }
+}
 
 /// A model choosing among a window's jobs (task `i` is job `i`).
 #[derive(Debug)]
 pub struct Learned {
-    model: Arc<Model>,
+    who: Who,
     norm: Normalisers,
+    /// v2's standing of the users (kept for v1 models too: it is cheap).
+    standing: Standing,
+    /// The decisions, when recording an episode for the trainer.
+    pub steps: Option<Vec<Step>>,
     jobs: Vec<SimJob>,
     machine: Machine,
     starts: Vec<u64>,
@@ -57,7 +85,7 @@ impl Learned {
     ) -> Learned {
         let norm = model.normalisers;
         Learned::of(
-            model,
+            Who::Network(model),
             norm,
             workload.jobs[window.range()].to_vec(),
             workload.machine.procs(),
@@ -114,19 +142,45 @@ impl Learned {
                 },
             )
         });
-        Learned::of(model, norm, jobs, cores, rng)
+        Learned::of(Who::Network(model), norm, jobs, cores, rng)
+    }
+
+    /// For `window` of `workload`, keeping every decision with a choice in
+    /// `steps` (the trainer's episodes in slurp's model); `rng` draws the
+    /// network's choices (its best slot without one).
+    pub fn recording(
+        who: Who,
+        workload: &Workload,
+        window: Window,
+        rng: Option<ChaCha8Rng>,
+    ) -> Learned {
+        let norm = match &who {
+            Who::Network(model) => model.normalisers,
+            Who::Teacher(..) => Normalisers::of(workload),
+        };
+        let mut learned = Learned::of(
+            who,
+            norm,
+            workload.jobs[window.range()].to_vec(),
+            workload.machine.procs(),
+            rng,
+        );
+        learned.steps = Some(Vec::new());
+        learned
     }
 
     fn of(
-        model: Arc<Model>,
+        who: Who,
         norm: Normalisers,
         jobs: Vec<SimJob>,
         cores: u64,
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
         Learned {
-            model,
+            who,
             norm,
+            standing: Standing::default(),
+            steps: None,
             machine: Machine {
                 nodes: u32::try_from(cores).unwrap_or(u32::MAX),
                 procs_per_node: 1,
@@ -141,6 +195,25 @@ impl Learned {
             narrowest: BTreeSet::new(),
             failure: None,
         }
+    }
+}
+
+impl Learned {
+    fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>) -> Observation {
+        let shown: Vec<Shown> = slots
+            .iter()
+            .map(|&j| {
+                let job = &self.jobs[j as usize];
+                Shown {
+                    cores: job.procs.into(),
+                    estimate: job.estimate,
+                    wait: d.now.saturating_sub(job.submit),
+                    user: job.user,
+                    fits: u64::from(job.procs) <= u64::from(d.free_nodes),
+                }
+            })
+            .collect();
+        observe_v2::observe(&shown, slots, self.machine.procs(), &self.standing)
     }
 }
 
@@ -213,11 +286,39 @@ impl Chooser for Learned {
             crate::observe::slots(&decision),
             "slots from the kept views"
         );
-        let obs = observe_slots(&decision, slots, &self.norm, &mut self.users);
-        match self.model.logits(&obs) {
-            Ok(logits) => {
-                let (slot, _) = choose(&logits, self.rng.as_mut());
-                obs.jobs.get(slot).copied().unwrap_or(first)
+        let obs = match self.who.sight() {
+            Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
+            Sight::V2 => self.observe_v2(&decision, slots),
+        };
+        let chosen = match &self.who {
+            Who::Network(model) => model
+                .logits(&obs)
+                .map(|logits| choose(&logits, self.rng.as_mut())),
+            Who::Teacher(order, _) => {
+                let now = decision.now;
+                let slot = (0..obs.jobs.len())
+                    .min_by_key(|&s| {
+                        let j = obs.jobs[s];
+                        (reference::key(*order, &self.jobs[j as usize], now), j)
+                    })
+                    .unwrap_or(0);
+                Ok((slot, 0.0))
+            }
+        };
+        match chosen {
+            Ok((slot, logp)) => {
+                let Some(&task) = obs.jobs.get(slot) else {
+                    return first;
+                };
+                if let Some(steps) = &mut self.steps {
+                    steps.push(Step {
+                        features: obs.features,
+                        mask: obs.mask,
+                        action: slot as i64,
+                        logp,
+                    });
+                }
+                task
             }
             Err(e) => {
                 self.failure.get_or_insert(e);
@@ -230,6 +331,19 @@ impl Chooser for Learned {
         if let Some(start) = self.starts.get_mut(task as usize) {
             *start = now.0 / 1000;
             self.started.push(task);
+            let job = &self.jobs[task as usize];
+            self.standing.started(
+                job.user,
+                (now.0 / 1000).saturating_sub(job.submit),
+                job.estimate,
+                job.procs.into(),
+            );
+        }
+    }
+
+    fn ended(&mut self, _now: Time, task: u32) {
+        if let Some(job) = self.jobs.get(task as usize) {
+            self.standing.ended(job.user, job.procs.into());
         }
     }
 
@@ -263,21 +377,39 @@ pub fn replay(
     backfill: bool,
     sample: Option<u64>,
 ) -> Result<Schedule, ModelError> {
-    let learned = Shared(Arc::new(Mutex::new(Learned::new(
-        model, workload, window, sample,
-    ))));
+    let (schedule, learned) = play(
+        Learned::new(model, workload, window, sample),
+        workload,
+        window,
+        backfill,
+    );
+    match learned.failure {
+        Some(e) => Err(e),
+        None => Ok(schedule),
+    }
+}
+
+/// Replays `window` in slurp's model with `learned` choosing (EASY around
+/// its choice when `backfill`); gives the chooser back with the schedule.
+pub fn play(
+    learned: Learned,
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+) -> (Schedule, Learned) {
+    let shared = Shared(Arc::new(Mutex::new(learned)));
     let policy = if backfill {
         PolicyKind::EASY
     } else {
         PolicyKind::FCFS
     };
     let schedule =
-        slurp_sim::engine::run_with(workload, window, policy, Some(Box::new(learned.clone())));
-    let failure = learned.0.lock().ok().and_then(|mut l| l.failure.take());
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(schedule),
-    }
+        slurp_sim::engine::run_with(workload, window, policy, Some(Box::new(shared.clone())));
+    let learned = match Arc::try_unwrap(shared.0) {
+        Ok(lock) => lock.into_inner().unwrap_or_else(|e| e.into_inner()),
+        Err(_) => unreachable!("the core dropped its chooser when the replay ended"),
+    };
+    (schedule, learned)
 }
 
 /// The chooser, owned by the core during a replay and still reachable by
@@ -296,6 +428,12 @@ impl Chooser for Shared {
     fn started(&mut self, now: Time, task: u32) {
         if let Ok(mut learned) = self.0.lock() {
             learned.started(now, task);
+        }
+    }
+
+    fn ended(&mut self, now: Time, task: u32) {
+        if let Ok(mut learned) = self.0.lock() {
+            learned.ended(now, task);
         }
     }
 

@@ -2,25 +2,31 @@
 //! plays episodes for its trainer.
 //!
 //! - [`observe`]: decisions → 128 slots × 9 features and a mask
-//!   (RL-SPEC.md's fairness env);
+//!   (RL-SPEC.md's fairness env, scaled by one trace: v1);
+//! - [`observe_v2`]: the same slots seen through site-independent ratios
+//!   (v2);
 //! - [`model`]: the network as ONNX, run in-process with tract, its
 //!   normalisers beside it;
 //! - [`mlp`]: the trainer's per-slot MLP evaluated directly when a model
 //!   is one (checked against tract at load);
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
+//! - [`judge`]: a model against FCFS, SJF, F1 and `fairshare` on
+//!   workloads, both simulation models, with and without EASY;
 //! - [`chooser`]: the model picking the head of the runtime core's queue
 //!   (slurp's own simulation model, and real runs);
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
 
 pub mod chooser;
+pub mod judge;
 pub mod mlp;
 pub mod model;
 pub mod observe;
+pub mod observe_v2;
 pub mod rollout;
 pub mod spec;
 
-pub use model::{Model, ModelError};
+pub use model::{Model, ModelError, Sight};
 pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 
 /// The model slurp ships, `stdlib/policies/fair-v1.onnx` and its

@@ -5,8 +5,11 @@
 //! The contract (what the trainer exports, checked at load): an ONNX model
 //! with two `f32` inputs, observations `[1, 128, 9]` and the mask `[1, 128]`,
 //! and one output, the masked logits `[1, 128]` (a padded slot's logit is
-//! pushed down by 1e6, so it never wins). Its normalisers travel beside it
-//! as `MODEL.onnx.json`.
+//! pushed down by 1e6, so it never wins). Which observation it was trained
+//! on travels with it: the ONNX metadata `slurp.observation` (`v2`, the
+//! site-independent one, `observe_v2.rs`) or, for v1 models (`observe.rs`),
+//! the trace's normalisers in `MODEL.onnx.json`; that file may also say
+//! `{"observation": "v2"}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +36,24 @@ pub enum ModelError {
     Run(String),
 }
 
+/// Which observation a model was trained on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sight {
+    /// RL-SPEC's, features scaled by one trace's maxima (`observe.rs`).
+    V1,
+    /// Site-independent ratios (`observe_v2.rs`).
+    V2,
+}
+
+impl Sight {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sight::V1 => "v1",
+            Sight::V2 => "v2",
+        }
+    }
+}
+
 type Plan = Arc<TypedRunnableModel>;
 
 /// A loaded policy network and the normalisers it was trained with.
@@ -46,6 +67,8 @@ pub struct Model {
     /// The same network evaluated directly, when it is the trainer's
     /// per-slot MLP and agrees with tract (`mlp.rs`).
     direct: Option<SlotMlp>,
+    /// The observation it sees; `normalisers` scale v1's (unused by v2).
+    pub sight: Sight,
     pub normalisers: Normalisers,
 }
 
@@ -55,6 +78,7 @@ impl Clone for Model {
             plan: self.plan.clone(),
             states: std::sync::Mutex::new(Vec::new()),
             direct: self.direct.clone(),
+            sight: self.sight,
             normalisers: self.normalisers,
         }
     }
@@ -114,20 +138,47 @@ impl Model {
             .and_then(|m| m.into_optimized())
             .and_then(|m| m.into_runnable())
             .map_err(|e| shape(&e))?;
-        let normalisers = match normalisers {
-            Some(text) => serde_json::from_str(text).map_err(|e| ModelError::Normalisers {
-                path: sidecar(path),
-                reason: e.to_string(),
-            })?,
-            None => fallback.ok_or_else(|| ModelError::Normalisers {
-                path: sidecar(path),
-                reason: "missing".into(),
-            })?,
+        let bad = |reason: String| ModelError::Normalisers {
+            path: sidecar(path),
+            reason,
+        };
+        let meta = proto
+            .metadata_props
+            .iter()
+            .find(|p| p.key == "slurp.observation")
+            .map(|p| p.value.clone());
+        let beside: Option<serde_json::Value> = normalisers
+            .map(|text| serde_json::from_str(text).map_err(|e| bad(e.to_string())))
+            .transpose()?;
+        let said = meta.or_else(|| {
+            beside
+                .as_ref()
+                .and_then(|v| v.get("observation"))
+                .and_then(|o| o.as_str().map(str::to_owned))
+        });
+        let (sight, normalisers) = match said.as_deref() {
+            Some("v2") => (Sight::V2, Normalisers::NONE),
+            Some("v1") | None => {
+                let normalisers = match beside {
+                    Some(v) => serde_json::from_value(v).map_err(|e| bad(e.to_string()))?,
+                    None => fallback.ok_or_else(|| bad("missing".into()))?,
+                };
+                (Sight::V1, normalisers)
+            }
+            Some(other) => {
+                return Err(ModelError::Shape {
+                    path: path.to_owned(),
+                    reason: format!(
+                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2)"
+                    ),
+                });
+            }
         };
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
             direct: None,
+            sight,
             normalisers,
         };
         // One evaluation of padding proves the output's shape now, not in

@@ -46,6 +46,16 @@ pub struct Normalisers {
 }
 
 impl Normalisers {
+    /// Nothing to scale by: what a v2 model (which needs none) holds.
+    pub const NONE: Normalisers = Normalisers {
+        max_run: 0.0,
+        max_procs: 0.0,
+        max_mem: 0.0,
+        max_user: 0.0,
+        max_group: 0.0,
+        max_exe: 0.0,
+    };
+
     /// The scales of a workload.
     pub fn of(workload: &Workload) -> Normalisers {
         let max =

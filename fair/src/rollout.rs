@@ -2,8 +2,10 @@
 //! recorded for training.
 //!
 //! An episode is a window of `len` consecutive jobs (default 128, the
-//! fairness env's), its start drawn as the reference draws them, replayed
-//! in the reference model; at each decision the network's masked logits
+//! fairness env's) of one of the workloads (in turn), its start drawn as
+//! the reference draws them, replayed in the reference model or in slurp's
+//! own (the runtime core, as `slurp FILE` schedules: `chooser.rs` records
+//! there); at each decision the network's masked logits
 //! give a softmax over the slots, from which the action is sampled (or the
 //! best taken, `greedy`). The reward is terminal: minus the per-user mean
 //! bounded slowdown aggregated over users (worst user by default, as the
@@ -21,12 +23,37 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use slurp_runtime::core::Order;
 use slurp_sim::metrics::Metrics;
-use slurp_sim::reference::{self, run_choosing};
+use slurp_sim::reference::{self, Decision, run_choosing};
 use slurp_sim::window::Draw;
 use slurp_sim::{Model as SimModel, Window, Workload};
 
-use crate::model::{Model, ModelError};
-use crate::observe::{FEATURES, Normalisers, SLOTS, Users, observe};
+use crate::chooser::{Learned, Who};
+use crate::model::{Model, ModelError, Sight};
+use crate::observe::{FEATURES, Normalisers, Observation, SLOTS, Users, observe};
+use crate::observe_v2::Follow;
+
+/// What a policy sees at the decisions of one reference-model episode.
+#[derive(Debug)]
+pub enum Eyes {
+    V1(Normalisers, Users),
+    V2(Follow),
+}
+
+impl Eyes {
+    pub fn new(sight: Sight, norm: &Normalisers) -> Eyes {
+        match sight {
+            Sight::V1 => Eyes::V1(*norm, Users::default()),
+            Sight::V2 => Eyes::V2(Follow::default()),
+        }
+    }
+
+    pub fn observe(&mut self, d: &Decision<'_>) -> Observation {
+        match self {
+            Eyes::V1(norm, users) => observe(d, norm, users),
+            Eyes::V2(follow) => follow.observe(d),
+        }
+    }
+}
 
 /// How the users' mean bounded slowdowns become one score (the reference's
 /// `user_score_type`).
@@ -85,6 +112,14 @@ pub struct Options {
     /// Windows kept for judging the model: no episode shares a job with
     /// one of them.
     pub hold_out: Vec<Window>,
+    /// Which simulation model plays the episodes.
+    pub model: SimModel,
+    /// What a teacher's episodes are observed with (a network sees what
+    /// it was trained on).
+    pub sight: Sight,
+    /// Every other episode backfills (EASY), whatever `backfill` says: one
+    /// policy trained for both uses.
+    pub mixed: bool,
 }
 
 /// Who plays the episodes.
@@ -109,6 +144,10 @@ pub struct Step {
 /// One episode.
 #[derive(Debug, Clone)]
 pub struct Trajectory {
+    /// Which of the workloads it played (its position in the list).
+    pub workload: usize,
+    /// Whether it backfilled.
+    pub backfill: bool,
     pub window: Window,
     pub steps: Vec<Step>,
     /// Minus the aggregated per-user score (plus the baseline's score when
@@ -149,6 +188,47 @@ pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
     (pick, (weights[pick] / total).ln() as f32)
 }
 
+/// An episode in slurp's model: the runtime core with the recording
+/// chooser, EASY around its choice when `opts.backfill`.
+fn episode_slurp(
+    player: Player<'_>,
+    workload: &Workload,
+    window: Window,
+    opts: &Options,
+    rng: Option<ChaCha8Rng>,
+) -> Result<Trajectory, ModelError> {
+    let who = match player {
+        Player::Network(model) => Who::Network(std::sync::Arc::new(model.clone())),
+        Player::Teacher(order) => Who::Teacher(order, opts.sight),
+    };
+    let learned = Learned::recording(who, workload, window, rng);
+    let (schedule, mut learned) = crate::chooser::play(learned, workload, window, opts.backfill);
+    if let Some(e) = learned.failure.take() {
+        return Err(e);
+    }
+    let metrics = Metrics::of(workload, &schedule, SimModel::Slurp);
+    let baseline = opts.baseline.map_or(0.0, |order| {
+        let policy = slurp_runtime::core::PolicyKind::new(
+            order,
+            if opts.backfill {
+                slurp_runtime::core::Backfill::Easy
+            } else {
+                slurp_runtime::core::Backfill::None
+            },
+        );
+        let own = slurp_sim::simulate(workload, window, policy, SimModel::Slurp);
+        opts.score.of(&Metrics::of(workload, &own, SimModel::Slurp))
+    });
+    Ok(Trajectory {
+        workload: 0,
+        backfill: opts.backfill,
+        window,
+        steps: learned.steps.take().unwrap_or_default(),
+        reward: (baseline - opts.score.of(&metrics)) as f32,
+        metrics,
+    })
+}
+
 fn episode(
     player: Player<'_>,
     norm: &Normalisers,
@@ -157,11 +237,18 @@ fn episode(
     opts: &Options,
     mut rng: Option<ChaCha8Rng>,
 ) -> Result<Trajectory, ModelError> {
-    let mut users = Users::default();
+    if opts.model == SimModel::Slurp {
+        return episode_slurp(player, workload, window, opts, rng);
+    }
+    let sight = match player {
+        Player::Network(model) => model.sight,
+        Player::Teacher(_) => opts.sight,
+    };
+    let mut eyes = Eyes::new(sight, norm);
     let mut steps = Vec::new();
     let mut failure = None;
     let schedule = run_choosing(workload, window, opts.backfill, |d| {
-        let obs = observe(d, norm, &mut users);
+        let obs = eyes.observe(d);
         let chosen = match player {
             // The teacher's best among the jobs the network is shown.
             Player::Teacher(order) => {
@@ -212,6 +299,8 @@ fn episode(
             .of(&Metrics::of(workload, &own, SimModel::Reference))
     });
     Ok(Trajectory {
+        workload: 0,
+        backfill: opts.backfill,
         window,
         steps,
         reward: (baseline - opts.score.of(&metrics)) as f32,
@@ -230,17 +319,18 @@ pub fn replay(
     backfill: bool,
     sample: Option<u64>,
 ) -> Result<slurp_sim::Schedule, ModelError> {
-    let mut users = Users::default();
+    let mut eyes = Eyes::new(model.sight, &model.normalisers);
     let mut failure = None;
     let mut rng = sample.map(|seed| draws(seed, window));
     let schedule = run_choosing(workload, window, backfill, |d| {
         // A queue of one leaves no choice (the mask rules out the rest):
         // neither the observation nor the network is needed, and most
-        // decisions of a real trace are such.
+        // decisions of a real trace are such (v2's standing catches up on
+        // the next observation).
         if let [only] = d.queue[..] {
             return only;
         }
-        let obs = observe(d, &model.normalisers, &mut users);
+        let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
                 let (slot, _) = choose(&logits, rng.as_mut());
@@ -279,24 +369,53 @@ pub fn busy_windows(workload: &Workload, opts: &Options) -> Result<Vec<Window>, 
         })
 }
 
-/// Plays `opts.trajectories` episodes of `workload`, in parallel, with
-/// `player`, observations scaled by `norm`.
+/// Plays `opts.trajectories` episodes, in parallel, with `player`: the
+/// workloads take turns (the first gets the odd one out), each drawing its
+/// windows with its own seed (`opts.seed` + its position), so adding a
+/// workload leaves the others' windows as they were. A v1 network sees
+/// through its own normalisers; a v1 teacher through each workload's.
 pub fn rollout(
     player: Player<'_>,
-    norm: &Normalisers,
-    workload: &Workload,
+    workloads: &[Workload],
     opts: &Options,
 ) -> Result<Vec<Trajectory>, String> {
-    let windows = busy_windows(workload, opts)?;
+    let n = workloads.len().max(1);
+    let mut jobs: Vec<(usize, Window)> = Vec::new();
+    for (w, workload) in workloads.iter().enumerate() {
+        let count = opts.trajectories / n + usize::from(w < opts.trajectories % n);
+        if count == 0 {
+            continue;
+        }
+        let own = Options {
+            trajectories: count,
+            seed: opts.seed.wrapping_add(w as u64),
+            ..opts.clone()
+        };
+        let windows = busy_windows(workload, &own).map_err(|e| {
+            if workloads.len() > 1 {
+                format!("workload {}: {e}", w + 1)
+            } else {
+                e
+            }
+        })?;
+        jobs.extend(windows.into_iter().map(|win| (w, win)));
+    }
+    let norms: Vec<Normalisers> = workloads
+        .iter()
+        .map(|w| match player {
+            Player::Network(model) => model.normalisers,
+            Player::Teacher(_) => Normalisers::of(w),
+        })
+        .collect();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(windows.len().max(1));
+        .min(jobs.len().max(1));
     let results: Vec<Vec<(usize, Result<Trajectory, ModelError>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {
-                let windows = &windows;
+                let (jobs, norms) = (&jobs, &norms);
                 s.spawn(move || {
-                    (k..windows.len())
+                    (k..jobs.len())
                         .step_by(threads)
                         .map(|i| {
                             let rng = (!opts.greedy).then(|| {
@@ -304,7 +423,20 @@ pub fn rollout(
                                     opts.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                                 )
                             });
-                            (i, episode(player, norm, workload, windows[i], opts, rng))
+                            let (w, window) = jobs[i];
+                            let own;
+                            let opts = if opts.mixed {
+                                own = Options {
+                                    backfill: i % 2 == 1,
+                                    ..opts.clone()
+                                };
+                                &own
+                            } else {
+                                opts
+                            };
+                            let played =
+                                episode(player, &norms[w], &workloads[w], window, opts, rng);
+                            (i, played.map(|t| Trajectory { workload: w, ..t }))
                         })
                         .collect()
                 })
@@ -386,7 +518,9 @@ pub fn write(dir: &Path, trajectories: &[Trajectory]) -> io::Result<()> {
         .iter()
         .map(|t| {
             serde_json::json!({
+                "workload": t.workload,
                 "window": t.window,
+                "backfill": t.backfill,
                 "steps": t.steps.len(),
                 "reward": t.reward,
                 "avg_bounded_slowdown": t.metrics.avg_bounded_slowdown,

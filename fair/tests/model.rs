@@ -166,6 +166,9 @@ fn options(seed: u64) -> Options {
         min_bsld: 0.0,
         baseline: None,
         hold_out: Vec::new(),
+        model: slurp_sim::Model::Reference,
+        sight: slurp_fair::Sight::V1,
+        mixed: false,
     }
 }
 
@@ -232,8 +235,7 @@ fn rollouts_are_deterministic_per_seed_and_read_back() {
     let play = |seed| {
         rollout::rollout(
             Player::Network(&model),
-            &model.normalisers,
-            &workload,
+            std::slice::from_ref(&workload),
             &options(seed),
         )
         .unwrap()
@@ -284,10 +286,13 @@ fn rollouts_are_deterministic_per_seed_and_read_back() {
 fn a_teacher_plays_its_heuristic_and_records_its_choices() {
     use slurp_runtime::core::Order;
     let workload = busy();
-    let norm = Normalisers::of(&workload);
     for order in [Order::Fcfs, Order::Sjf, Order::F1] {
-        let played =
-            rollout::rollout(Player::Teacher(order), &norm, &workload, &options(9)).unwrap();
+        let played = rollout::rollout(
+            Player::Teacher(order),
+            std::slice::from_ref(&workload),
+            &options(9),
+        )
+        .unwrap();
         for t in &played {
             // The episode is the heuristic's own schedule of the window.
             let own = slurp_sim::reference::run(&workload, t.window, order, false);
@@ -315,7 +320,12 @@ fn a_teacher_plays_its_heuristic_and_records_its_choices() {
             baseline: Some(order),
             ..options(9)
         };
-        let zero = rollout::rollout(Player::Teacher(order), &norm, &workload, &against).unwrap();
+        let zero = rollout::rollout(
+            Player::Teacher(order),
+            std::slice::from_ref(&workload),
+            &against,
+        )
+        .unwrap();
         assert!(zero.iter().all(|t| t.reward == 0.0));
         assert!(
             played.iter().any(|t| t.reward < -1.0),
@@ -425,4 +435,91 @@ fn the_shipped_model_is_built_in_with_its_normalisers() {
     assert_eq!(model.evaluator(), "direct");
     assert_eq!(model.normalisers.max_procs, 8192.0);
     assert_eq!(model.normalisers.max_user, 176.0);
+}
+
+#[test]
+fn in_slurps_model_a_teacher_plays_the_cores_own_schedule() {
+    use slurp_runtime::core::{Backfill, Order, PolicyKind};
+    let workload = busy();
+    for sight in [slurp_fair::Sight::V1, slurp_fair::Sight::V2] {
+        let opts = Options {
+            model: slurp_sim::Model::Slurp,
+            sight,
+            ..options(9)
+        };
+        for order in [Order::Fcfs, Order::Sjf, Order::F1] {
+            let played = rollout::rollout(
+                Player::Teacher(order),
+                std::slice::from_ref(&workload),
+                &opts,
+            )
+            .unwrap();
+            assert_eq!(played.len(), 6);
+            for t in &played {
+                // The recording chooser picking the heuristic's best shown
+                // job makes the schedule the core makes under that order.
+                let own = slurp_sim::simulate(
+                    &workload,
+                    t.window,
+                    PolicyKind::new(order, Backfill::None),
+                    slurp_sim::Model::Slurp,
+                );
+                let own = slurp_sim::Metrics::of(&workload, &own, slurp_sim::Model::Slurp);
+                assert_eq!(
+                    t.metrics.worst_user_bounded_slowdown, own.worst_user_bounded_slowdown,
+                    "{order:?} {sight:?} {}",
+                    t.window
+                );
+                // Only decisions with a choice are kept.
+                assert!(!t.steps.is_empty());
+                for step in &t.steps {
+                    assert!(step.mask.iter().sum::<f32>() >= 2.0);
+                    assert_eq!(step.mask[step.action as usize], 1.0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn several_workloads_take_turns_and_keep_their_own_windows() {
+    use slurp_runtime::core::Order;
+    let one = busy();
+    let two = Workload::new(
+        &slurp_sim::generate::generate(&slurp_sim::generate::Family::Small.spec(600), 4),
+        Machine {
+            nodes: 64,
+            procs_per_node: 1,
+        },
+    );
+    let both = [one.clone(), two];
+    let opts = Options {
+        trajectories: 5,
+        mixed: true,
+        ..options(3)
+    };
+    let played = rollout::rollout(Player::Teacher(Order::Sjf), &both, &opts).unwrap();
+    let from: Vec<usize> = played.iter().map(|t| t.workload).collect();
+    assert_eq!(from.iter().filter(|&&w| w == 0).count(), 3, "{from:?}");
+    assert_eq!(from.iter().filter(|&&w| w == 1).count(), 2, "{from:?}");
+    // Every other episode backfills.
+    let backfilled: Vec<bool> = played.iter().map(|t| t.backfill).collect();
+    assert_eq!(backfilled, [false, true, false, true, false]);
+    // The first workload draws the windows it draws alone with 3 episodes.
+    let alone = rollout::rollout(
+        Player::Teacher(Order::Sjf),
+        std::slice::from_ref(&one),
+        &Options {
+            trajectories: 3,
+            ..options(3)
+        },
+    )
+    .unwrap();
+    let mine: Vec<_> = played
+        .iter()
+        .filter(|t| t.workload == 0)
+        .map(|t| t.window)
+        .collect();
+    let theirs: Vec<_> = alone.iter().map(|t| t.window).collect();
+    assert_eq!(mine, theirs);
 }

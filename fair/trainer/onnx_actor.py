@@ -41,7 +41,9 @@ def forward(layers, obs, mask):
     return h[..., 0] + (mask.astype(np.float32) - 1.0) * np.float32(1e6)
 
 
-def to_onnx(layers, opset=13):
+def to_onnx(layers, opset=13, observation=None):
+    """The actor as ONNX; `observation` ("v2") is written as the metadata
+    `slurp.observation`, which tells slurp what the model sees."""
     nodes, inits = [], []
     prev = "obs"
     for i, (w, b) in enumerate(layers):
@@ -74,5 +76,7 @@ def to_onnx(layers, opset=13):
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    if observation:
+        helper.set_model_props(model, {"slurp.observation": observation})
     onnx.checker.check_model(model)
     return model

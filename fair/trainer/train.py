@@ -9,6 +9,10 @@ OUT/curve.csv; OUT/model-LAST.onnx (+ .json normalisers) is the latest actor.
     python3 fair/trainer/train.py --trace NASA-iPSC-1993-3.1-cln.swf \
         --epochs 50 --out runs/nasa --slurp target/release/slurp
 
+Several --trace (files, or generated workloads `gen:FAMILY:SEED`) take turns
+in every epoch. `--observation v2 --sim slurp --mixed-backfill` trains the
+site-independent policy in slurp's own model, with and without EASY.
+
 Reference hyper-parameters: gamma 1, lambda 0.97, clip 0.2, Adam (pi 3e-4,
 V 1e-3), 80 pi and 80 V iterations per epoch with early stop when the KL
 passes 1.5 x 0.01, normalised advantages, 100 trajectories per epoch.
@@ -122,8 +126,8 @@ class Critic(nn.Module):
         return self.head(per_slot(self.slot, obs, mask, padded)).squeeze(-1)
 
 
-def export(actor, path, normalisers):
-    onnx.save(onnx_actor.to_onnx(actor.layers()), path)
+def export(actor, path, normalisers, observation=None):
+    onnx.save(onnx_actor.to_onnx(actor.layers(), observation=observation if observation != "v1" else None), path)
     if normalisers:
         shutil.copyfile(normalisers, path + ".json")
 
@@ -203,7 +207,13 @@ def clone(args, actor, critic, common, device):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", required=True)
+    ap.add_argument("--trace", required=True, action="append",
+                    help="a trace (SWF) or gen:FAMILY:SEED; repeat for several")
+    ap.add_argument("--observation", default="v1", choices=["v1", "v2"],
+                    help="v2: the site-independent observation")
+    ap.add_argument("--sim", default="reference", choices=["reference", "slurp"],
+                    help="the simulation model that plays the episodes")
+    ap.add_argument("--mixed-backfill", action="store_true", help="every other episode backfills")
     ap.add_argument("--out", required=True)
     ap.add_argument("--slurp", default="slurp", help="the slurp binary")
     ap.add_argument("--epochs", type=int, default=50)
@@ -247,10 +257,14 @@ def main():
     v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
     rollout_dir = os.path.join(args.out, "rollout")
     normalisers = None
-    common = ["--trace", args.trace, "--len", str(args.len), "--score", args.score,
-              "--min-bsld", str(args.min_bsld)]
+    common = ["--len", str(args.len), "--score", args.score, "--min-bsld", str(args.min_bsld),
+              "--sim", args.sim, "--observation", args.observation]
+    for trace in args.trace:
+        common += ["--trace", trace]
     if args.backfill:
         common.append("--backfill")
+    if args.mixed_backfill:
+        common.append("--mixed-backfill")
     if args.baseline:
         common += ["--baseline", args.baseline]
     if args.hold_out:
@@ -270,7 +284,7 @@ def main():
                 break
             started = time.perf_counter()
             model = os.path.join(args.out, "model-LAST.onnx")
-            export(actor, model, normalisers)
+            export(actor, model, normalisers, args.observation)
             cmd = [args.slurp, "policy", "rollout", "--model", model,
                    "--trajectories", str(args.trajectories), "--seed", str(args.seed * 100_003 + epoch),
                    "--out", rollout_dir] + common
@@ -324,7 +338,7 @@ def main():
                   "rollout {:.2f}s update {:.2f}s on {}".format(epoch, row[1], row[2], row[3], row[4],
                                                                done_iters, row[7], row[8], device.type),
                   flush=True)
-    export(actor, os.path.join(args.out, "model-LAST.onnx"), normalisers)
+    export(actor, os.path.join(args.out, "model-LAST.onnx"), normalisers, args.observation)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
 use slurp_runtime::core::{
-    Backfill, Core, Event, Job, Order, Outcome, PolicyKind, Queue, Reason, State, Time,
+    Backfill, Core, Event, FairShare, Job, Order, Outcome, PolicyKind, Queue, Reason, State, Time,
 };
 use slurp_runtime::{Capacity, Request, TaskId};
 
@@ -132,6 +132,7 @@ fn job(ntasks: u32, cores: u32, limit: Option<u64>) -> Job {
         },
         time_limit: limit,
         retries: 0,
+        user: 0,
     }
 }
 
@@ -335,6 +336,8 @@ fn arb_specs(max: usize, failures: bool) -> impl Strategy<Value = Vec<Spec>> {
                             request,
                             time_limit: limit,
                             retries,
+                            // Three users, for `fairshare`.
+                            user: (i % 3) as u32,
                         },
                         runtime,
                         fails,
@@ -408,6 +411,108 @@ fn wfp3_prefers_short_waiting_tasks() {
     assert_eq!(wfp3.order, [0, 2, 1]);
     let fcfs = simulate(ONE_NODE, PolicyKind::FCFS, &specs);
     assert_eq!(fcfs.order, [0, 1, 2]);
+}
+
+fn of(user: u32, job: Job) -> Job {
+    Job { user, ..job }
+}
+
+#[test]
+fn fairshare_starts_the_user_who_used_least() {
+    // One node of 4 cores; every task takes all 4 for 100 s. User 1 asks
+    // first (0, 1, 3), user 2 later (2). At 0 nobody used anything: the
+    // earliest task (0) starts. At 100 user 1 has used 400 core-seconds and
+    // user 2 none: 2 starts before 1, which FCFS would start. At 200 both
+    // used 400, but user 1's are older and so decayed more: 1, then 3.
+    let specs = [
+        spec(of(1, job(4, 1, Some(100))), 100),
+        spec(of(1, job(4, 1, Some(100))), 100),
+        spec(of(2, job(4, 1, Some(100))), 100),
+        spec(of(1, job(4, 1, Some(100))), 100),
+    ];
+    let fairshare = PolicyKind::new(Order::Fairshare, Backfill::None);
+    assert_eq!(simulate(ONE_NODE, fairshare, &specs).order, [0, 2, 1, 3]);
+    assert_eq!(
+        simulate(ONE_NODE, PolicyKind::FCFS, &specs).order,
+        [0, 1, 2, 3]
+    );
+    // With EASY around the fair-share head: the same here (nothing fits
+    // beside a 4-core task).
+    let easy = PolicyKind::new(Order::Fairshare, Backfill::Easy);
+    assert_eq!(simulate(ONE_NODE, easy, &specs).order, [0, 2, 1, 3]);
+}
+
+#[test]
+fn fairshare_factors_follow_the_formula() {
+    // Half-life 100 s. User 1 holds 2 cores over 0..100, user 2 holds 3
+    // over 100..200, user 3 holds 1 from 150 and still runs at 200.
+    let h: f64 = 100.0;
+    let mut fs = FairShare::new(h);
+    let t = |s: u64| Time(s * 1000);
+    fs.started(1, 2, t(0));
+    fs.ended(1, 2, t(0), t(100));
+    fs.started(2, 3, t(100));
+    fs.ended(2, 3, t(100), t(200));
+    fs.started(3, 1, t(150));
+    // n ∫ 2^(−(now − τ)/H) dτ over the run, by hand.
+    let used = |n: f64, from: f64, to: f64, now: f64| {
+        n * h / std::f64::consts::LN_2 * (2f64.powf(-(now - to) / h) - 2f64.powf(-(now - from) / h))
+    };
+    let u = [
+        used(2.0, 0.0, 100.0, 200.0),
+        used(3.0, 100.0, 200.0, 200.0),
+        used(1.0, 150.0, 200.0, 200.0),
+    ];
+    let total: f64 = u.iter().sum();
+    for (user, usage) in (1..=3).zip(u) {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(
+            close(fs.usage(user, t(200)), usage),
+            "user {user}: {} vs {usage}",
+            fs.usage(user, t(200))
+        );
+        // F = 2^(−U/S), S = 1/3.
+        let factor = (-(usage / total) * 3.0).exp2();
+        assert!(close(fs.factor(user, t(200)), factor), "user {user}");
+    }
+    assert_eq!(fs.users(), 3);
+    // Queued tasks: the head is the least-used user's (user 3: 42 against
+    // user 1's 72, decayed from 144), then by usage, each user's tasks in
+    // queue order.
+    fs.queued(7, 2);
+    fs.queued(5, 3);
+    fs.queued(9, 1);
+    fs.queued(4, 2);
+    assert!(u[2] < u[0] && u[0] < u[1], "{u:?}");
+    assert_eq!(fs.head(t(200)), Some(5));
+    assert_eq!(fs.ranked(t(200), 10), [5, 9, 4, 7]);
+    // A user nobody has seen has factor 1 and, queued, goes first.
+    assert_eq!(fs.factor(4, t(200)), 1.0);
+    fs.queued(8, 4);
+    assert_eq!(fs.head(t(200)), Some(8));
+    fs.left(8, 4);
+    assert_eq!(fs.head(t(200)), Some(5));
+    // Usage decays: a half-life later, each user's has halved (user 3's
+    // run ended at 200).
+    fs.ended(3, 1, t(150), t(200));
+    assert!((fs.usage(2, t(300)) - u[1] / 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn fairshare_survives_years_of_half_lives() {
+    // The scaled usage is rebased before it overflows: after 3,000
+    // half-lives a user who used more still ranks after one who used less.
+    let mut fs = FairShare::new(1.0);
+    let t = |s: u64| Time(s * 1000);
+    fs.started(1, 4, t(3000));
+    fs.ended(1, 4, t(3000), t(3001));
+    fs.started(2, 1, t(3000));
+    fs.ended(2, 1, t(3000), t(3001));
+    fs.queued(0, 1);
+    fs.queued(1, 2);
+    assert_eq!(fs.head(t(3001)), Some(1));
+    assert!(fs.usage(1, t(3001)).is_finite());
+    assert!((fs.usage(1, t(3001)) / fs.usage(2, t(3001)) - 4.0).abs() < 1e-9);
 }
 
 proptest! {
@@ -513,6 +618,7 @@ fn choosing(
                 request: Request::new(c, 1, 0, 0),
                 time_limit: Some(limit),
                 retries: 0,
+                user: 0,
             },
         );
     }
@@ -578,6 +684,7 @@ fn a_waiting_choice_gives_way_when_the_chooser_changes_its_mind() {
         request: Request::new(1, 1, 0, 0),
         time_limit: Some(10),
         retries: 0,
+        user: 0,
     };
     let mut starts = Vec::new();
     let mut step = |core: &mut Core, at: u64| {

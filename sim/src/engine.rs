@@ -80,6 +80,7 @@ pub fn run_with(
                     request: Request::new(job.procs, 1, 0, 0),
                     time_limit: Some(job.estimate),
                     retries: 0,
+                    user: job.account(),
                 },
             );
             debug_assert_eq!(task.0 as usize, next);

@@ -5,6 +5,8 @@
 //!
 //! - [`workload`]: a trace's jobs as the simulator sees them (RL-SPEC.md's
 //!   loading rules) and the machine they ran on;
+//! - [`generate`]: synthetic multi-user workloads (Lublin–Feitelson sizes
+//!   and run times, users of different habits, a daily cycle, a load);
 //! - [`window`]: which jobs one replay covers — all, `START:LEN`, or
 //!   random windows from a seed;
 //! - [`engine`]: slurp's model — the runtime's own scheduler core
@@ -20,6 +22,7 @@
 //! parallel across policies.
 
 pub mod engine;
+pub mod generate;
 pub mod metrics;
 pub mod plot;
 pub mod reference;

@@ -10,7 +10,10 @@
 //! the same second is released first) this module keeps the same lists and
 //! sorts them the same way.
 
-use slurp_runtime::core::{Order, float_key};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use slurp_runtime::core::{FairShare, HALF_LIFE, Order, Time, float_key};
 
 use crate::{Machine, Schedule, SimJob, Window, Workload};
 
@@ -32,6 +35,9 @@ pub fn key(order: Order, job: &SimJob, now: u64) -> Key {
         ),
         Order::Wfp3 => (float_key(-(w / r.max(1.0)).powi(3) * n), 0),
         Order::Unicep => (float_key(-w / (n.log2().max(1.0) * r.max(1.0))), 0),
+        // Ranked by the users' usage, which no job's own figures give: a
+        // job alone sorts as under FCFS (`run` keeps the usage).
+        Order::Fairshare => (job.submit, 0),
     }
 }
 
@@ -160,6 +166,9 @@ impl Sim<'_> {
 /// Replays `window` of `workload` with the reference model under `order`,
 /// with or without its backfilling.
 pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) -> Schedule {
+    if order == Order::Fairshare {
+        return fairshare(workload, window, backfill);
+    }
     let jobs = &workload.jobs[window.range()];
     let fixed: Vec<Key> = if order.is_dynamic() {
         Vec::new()
@@ -177,6 +186,47 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
             d.queue.sort_by_key(|&j| fixed[j as usize]);
         }
         d.queue[0]
+    })
+}
+
+/// `fairshare` in the reference model: the runtime core's fair-share
+/// state ([`FairShare`]) told, before each decision, what arrived, started
+/// and ended (at its own end, start + run) since the last one; it names the
+/// job to start or wait for. A job is charged the processors it asked for.
+fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
+    let jobs = &workload.jobs[window.range()];
+    let ms = |secs: u64| Time(secs.saturating_mul(1000));
+    let mut shares = FairShare::new(HALF_LIFE);
+    let mut known = vec![false; jobs.len()];
+    let mut told_started = 0;
+    let mut ends: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    run_choosing(workload, window, backfill, |d| {
+        for &j in &d.started[told_started..] {
+            let job = &jobs[j as usize];
+            let start = d.starts[j as usize];
+            if known[j as usize] {
+                shares.left(j, job.account());
+            }
+            known[j as usize] = true;
+            shares.started(job.account(), job.procs, ms(start));
+            ends.push(Reverse((start + job.run, j)));
+        }
+        told_started = d.started.len();
+        while let Some(&Reverse((end, j))) = ends.peek() {
+            if end > d.now {
+                break;
+            }
+            ends.pop();
+            let job = &jobs[j as usize];
+            shares.ended(job.account(), job.procs, ms(d.starts[j as usize]), ms(end));
+        }
+        for &j in d.queue.iter() {
+            if !known[j as usize] {
+                known[j as usize] = true;
+                shares.queued(j, jobs[j as usize].account());
+            }
+        }
+        shares.head(ms(d.now)).unwrap_or(d.queue[0])
     })
 }
 

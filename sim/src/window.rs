@@ -40,15 +40,16 @@ impl Window {
     }
 
     /// `FROM..TO` or `FROM..` (to the last job): the jobs of a workload of
-    /// `jobs` jobs from `FROM` up to, not including, `TO`.
+    /// `jobs` jobs from `FROM` up to, not including, `TO`. Either may be a
+    /// share of the jobs, `75%..` (the last quarter of any trace).
     pub fn parse_span(text: &str, jobs: usize) -> Result<Window, String> {
         let (from, to) = text
             .split_once("..")
             .ok_or_else(|| format!("`{text}` is not FROM..TO or FROM.."))?;
-        let from = job_number(from, "FROM", text)?;
+        let from = span_end(from, "FROM", text, jobs)?;
         let to = match to.trim() {
             "" => jobs,
-            to => job_number(to, "TO", text)?,
+            to => span_end(to, "TO", text, jobs)?,
         };
         if from >= jobs {
             return Err(format!(
@@ -113,6 +114,20 @@ fn job_number(part: &str, what: &str, text: &str) -> Result<usize, String> {
     part.trim()
         .parse::<usize>()
         .map_err(|_| format!("{what} `{part}` in `{text}` is not a whole number"))
+}
+
+/// An end of a span: a job number, or `P%` of `jobs` (rounded down).
+fn span_end(part: &str, what: &str, text: &str, jobs: usize) -> Result<usize, String> {
+    let part = part.trim();
+    match part.strip_suffix('%') {
+        Some(share) => match share.parse::<f64>() {
+            Ok(p) if (0.0..=100.0).contains(&p) => Ok((jobs as f64 * p / 100.0) as usize),
+            _ => Err(format!(
+                "{what} `{part}` in `{text}` is not a share from 0% to 100%"
+            )),
+        },
+        None => job_number(part, what, text),
+    }
 }
 
 /// How random windows are drawn: `count` windows of `len` jobs from
@@ -254,6 +269,20 @@ mod tests {
         assert!(Window::parse_span("990..1001", 1000).is_err());
         assert!(Window::parse_span("1000..", 1000).is_err());
         assert!(Window::parse_span("a..", 1000).is_err());
+        // Shares of the jobs: the last quarter, whatever the trace's size.
+        assert_eq!(
+            Window::parse_span("75%..", 1000),
+            Ok(Window {
+                start: 750,
+                len: 250
+            })
+        );
+        assert_eq!(
+            Window::parse_span("0..50%", 7),
+            Ok(Window { start: 0, len: 3 })
+        );
+        assert!(Window::parse_span("101%..", 1000).is_err());
+        assert!(Window::parse_span("x%..", 1000).is_err());
     }
 
     #[test]

@@ -30,6 +30,14 @@ pub struct SimJob {
     pub mem: i64,
 }
 
+impl SimJob {
+    /// The account `fairshare` charges it to: its user, or one account
+    /// for every job whose user is unknown.
+    pub fn account(&self) -> u32 {
+        u32::try_from(self.user).unwrap_or(u32::MAX)
+    }
+}
+
 /// The machine a trace ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Machine {

@@ -71,6 +71,41 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The trace as SWF text: its header as `; Key: value` lines, then one
+    /// line per job (what [`read`] reads back).
+    pub fn to_swf(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for (key, value) in &self.header {
+            let _ = writeln!(out, "; {key}: {value}");
+        }
+        for j in &self.jobs {
+            let _ = writeln!(
+                out,
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                j.id,
+                j.submit,
+                j.wait,
+                j.run,
+                j.procs,
+                j.cpu,
+                j.mem,
+                j.req_procs,
+                j.req_time,
+                j.req_mem,
+                j.status,
+                j.user,
+                j.group,
+                j.exe,
+                j.queue,
+                j.partition,
+                j.preceding,
+                j.think
+            );
+        }
+        out
+    }
+
     fn header_number(&self, key: &str) -> Option<u64> {
         self.header
             .iter()

@@ -99,3 +99,15 @@ for i in range(4):
     logits = (np.tanh(obs @ w0 + b0) @ w1)[..., 0] + (mask - 1.0) * np.float32(1e6)
     cases.append({"obs": obs.ravel().tolist(), "mask": mask.ravel().tolist(), "logits": logits.ravel().tolist()})
 json.dump(cases, open("tanh-actor.json", "w"))
+
+# v2 (site-independent observation) actors: the metadata slurp.observation
+# says what they see, so no normalisers travel with them. actor-v2.onnx:
+# random weights, for the scale-invariance test; shortest-v2.onnx: prefers
+# short estimates against the queue (feature 2), a stand-in SJF.
+onnx.save(actor.to_onnx(actor.random_weights(seed=21), observation="v2"), "actor-v2.onnx")
+sizes = actor.SIZES = [9, 32, 16, 8, 1]
+hand = [(np.zeros((i, o), dtype=np.float32), np.zeros(o, dtype=np.float32)) for i, o in zip(sizes, sizes[1:])]
+hand[0][0][1, 0], hand[0][1][0] = -1.0, 1.0
+hand[1][0][0, 0] = hand[2][0][0, 0] = 1.0
+hand[3][0][0, 0] = 10.0
+onnx.save(actor.to_onnx(hand, observation="v2"), "shortest-v2.onnx")

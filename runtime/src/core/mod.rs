@@ -19,6 +19,7 @@
 
 mod classes;
 mod cluster;
+mod fairshare;
 mod kinetic;
 mod policy;
 
@@ -29,6 +30,7 @@ use serde::Serialize;
 
 use classes::Classes;
 pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
+pub use fairshare::{FairShare, HALF_LIFE};
 use kinetic::Tournament;
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy, float_key};
 
@@ -54,6 +56,9 @@ pub struct Job {
     /// Seconds; also the estimate backfilling uses. `None`: unbounded.
     pub time_limit: Option<u64>,
     pub retries: u32,
+    /// Who the task is charged to under `fairshare` (a trace's user; in a
+    /// workflow, the line or sweep it comes from).
+    pub user: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
@@ -192,6 +197,8 @@ pub trait Chooser: fmt::Debug {
     fn choose(&mut self, now: Time, queue: Queue<'_>, free_cores: u64) -> u32;
     /// `task` started at `now` (what a chooser learns from).
     fn started(&mut self, _now: Time, _task: u32) {}
+    /// An attempt of `task` ended at `now`: what it held is free.
+    fn ended(&mut self, _now: Time, _task: u32) {}
     /// `task` joined the queue, runnable since `ready` (again, on a retry).
     fn queued(&mut self, _ready: Time, _task: u32) {}
     /// `task` left the queue: it starts, or it will not run (cancelled,
@@ -258,6 +265,8 @@ pub struct Core {
     /// start kept later, better arrivals waiting behind it.
     chooser: Option<Box<dyn Chooser>>,
     chosen: Option<(u32, Time)>,
+    /// Under `fairshare`: each user's decayed usage and queued tasks.
+    fairshare: Option<FairShare>,
 }
 
 impl Core {
@@ -318,6 +327,7 @@ impl Core {
             counts: [0; 8],
             chooser: None,
             chosen: None,
+            fairshare: (policy.order == Order::Fairshare).then(|| FairShare::new(HALF_LIFE)),
         };
         core.counts[State::Pending as usize] = n;
         for t in 0..n as u32 {
@@ -349,6 +359,7 @@ impl Core {
                 request: t.request,
                 time_limit: t.time_limit.map(|l| l.get()),
                 retries: t.retries,
+                user: t.template.0,
             })
             .collect();
         Core::new(
@@ -440,6 +451,9 @@ impl Core {
         if let Some(chooser) = &mut self.chooser {
             chooser.queued(slot.ready, task);
         }
+        if let Some(fs) = &mut self.fairshare {
+            fs.queued(task, slot.job.user);
+        }
     }
 
     /// Takes a queued task out of both indexes.
@@ -456,6 +470,9 @@ impl Core {
         }
         if let Some(chooser) = &mut self.chooser {
             chooser.left(task);
+        }
+        if let Some(fs) = &mut self.fairshare {
+            fs.left(task, slot.job.user);
         }
         true
     }
@@ -502,6 +519,7 @@ impl Core {
         }
         self.policy.order = Order::Fcfs;
         self.kinetic = None;
+        self.fairshare = None;
         self.chooser = Some(chooser);
         self.chosen = None;
         for t in queued {
@@ -530,6 +548,9 @@ impl Core {
             self.chosen = Some((pick, now));
             return Some(pick);
         }
+        if let Some(fs) = &self.fairshare {
+            return fs.head(now);
+        }
         match &mut self.kinetic {
             Some(kinetic) => kinetic.best(now.0),
             None => self.queue.first().map(|&(_, t)| t),
@@ -538,6 +559,9 @@ impl Core {
 
     /// The first `k` queued tasks in policy order at `now`.
     fn ranked(&mut self, now: Time, k: usize) -> Vec<u32> {
+        if let Some(fs) = &self.fairshare {
+            return fs.ranked(now, k);
+        }
         let Some(kinetic) = &mut self.kinetic else {
             return self.queue.iter().map(|&(_, t)| t).take(k).collect();
         };
@@ -566,6 +590,13 @@ impl Core {
         }
         if let Some(chooser) = &mut self.chooser {
             chooser.started(now, task);
+        }
+        if let Some(fs) = &mut self.fairshare {
+            fs.started(
+                self.slots[task as usize].job.user,
+                self.cores[task as usize],
+                now,
+            );
         }
         let slot = &mut self.slots[task as usize];
         slot.attempts += 1;
@@ -616,6 +647,17 @@ impl Core {
         };
         self.running.remove(&(end, t));
         self.cluster.release(&alloc);
+        if let Some(fs) = &mut self.fairshare {
+            fs.ended(
+                self.slots[t as usize].job.user,
+                self.cores[t as usize],
+                started,
+                now,
+            );
+        }
+        if let Some(chooser) = &mut self.chooser {
+            chooser.ended(now, t);
+        }
         let slot = &self.slots[t as usize];
         let retry = !matches!(outcome, Outcome::Success | Outcome::Cancelled)
             && slot.attempts <= slot.job.retries
@@ -685,6 +727,9 @@ impl Core {
         self.classes.clear();
         if let Some(kinetic) = &mut self.kinetic {
             kinetic.clear();
+        }
+        if let Some(fs) = &mut self.fairshare {
+            fs.clear_queues();
         }
         for t in waiting {
             self.set_state(now, t, State::Cancelled, Reason::Halted);

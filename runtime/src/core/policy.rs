@@ -12,6 +12,9 @@
 //!   tasks first (Tang et al.).
 //! - `unicep`: −w/(log2(n)·r) (Tang et al.; log2 n taken as at least 1, so a
 //!   one-core task does not divide by zero).
+//! - `fairshare`: the earliest task of the user with the least decayed
+//!   usage, Slurm's classic fair-share factor (`fairshare.rs`; a user is
+//!   what [`super::Job::user`] says).
 //!
 //! `wfp3` and `unicep` depend on the time; a kinetic tournament
 //! (`kinetic.rs`) keeps which task ranks first as the clock moves, and the
@@ -68,15 +71,17 @@ pub enum Order {
     F1,
     Wfp3,
     Unicep,
+    Fairshare,
 }
 
 impl Order {
-    pub const ALL: [Order; 5] = [
+    pub const ALL: [Order; 6] = [
         Order::Fcfs,
         Order::Sjf,
         Order::F1,
         Order::Wfp3,
         Order::Unicep,
+        Order::Fairshare,
     ];
 
     pub fn name(self) -> &'static str {
@@ -86,6 +91,7 @@ impl Order {
             Order::F1 => "f1",
             Order::Wfp3 => "wfp3",
             Order::Unicep => "unicep",
+            Order::Fairshare => "fairshare",
         }
     }
 
@@ -134,7 +140,7 @@ impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown policy `{}` (orders: fcfs, sjf, f1, wfp3, unicep, each with an \
+            "unknown policy `{}` (orders: fcfs, sjf, f1, wfp3, unicep, fairshare, each with an \
              optional +easy or +conservative; easy = fcfs+easy, conservative = \
              fcfs+conservative)",
             self.0
@@ -198,7 +204,7 @@ impl PolicyKind {
     /// submission order.
     pub(super) fn key(self, job: &Job, ready: Time) -> u64 {
         match self.order {
-            Order::Fcfs | Order::Wfp3 | Order::Unicep => 0,
+            Order::Fcfs | Order::Wfp3 | Order::Unicep | Order::Fairshare => 0,
             Order::Sjf => job.time_limit.unwrap_or(u64::MAX),
             Order::F1 => {
                 let positive = |x: f64| if x <= 0.0 { 0.1 } else { x };

@@ -1,0 +1,178 @@
+//! Judging a learned policy against the heuristics it must beat: on each
+//! workload, the same random windows replayed in both simulation models,
+//! without and with EASY backfilling, by FCFS, SJF, F1, `fairshare` and
+//! the model (greedy). A **cell** is one workload × model × backfilling;
+//! the model *wins* a cell when its worst user's mean bounded slowdown is
+//! at least 1% below every heuristic's, and *holds* it when it is at most
+//! 1% above the best one's.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use slurp_runtime::core::{Backfill, Order, PolicyKind};
+use slurp_sim::{Metrics, Model as SimModel, Summary, Window, Workload};
+
+use crate::Model;
+
+/// The heuristics a model is judged against.
+pub const RIVALS: [Order; 4] = [Order::Fcfs, Order::Sjf, Order::F1, Order::Fairshare];
+
+/// One policy's means over a cell's windows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Score {
+    pub policy: String,
+    pub avg_bounded_slowdown: f64,
+    pub worst_user_bounded_slowdown: f64,
+}
+
+impl Score {
+    fn of(policy: String, summary: &Summary) -> Score {
+        Score {
+            policy,
+            avg_bounded_slowdown: summary.avg_bounded_slowdown,
+            worst_user_bounded_slowdown: summary.worst_user_bounded_slowdown,
+        }
+    }
+}
+
+/// One workload × simulation model × backfilling.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub workload: String,
+    pub model: SimModel,
+    pub backfill: bool,
+    /// The rivals' scores, in [`RIVALS`] order.
+    pub rivals: Vec<Score>,
+    pub learned: Score,
+}
+
+impl Cell {
+    fn best(&self, f: fn(&Score) -> f64) -> f64 {
+        self.rivals.iter().map(f).fold(f64::INFINITY, f64::min)
+    }
+
+    /// Worst user at least 1% below every rival's.
+    pub fn wins(&self) -> bool {
+        let own = self.learned.worst_user_bounded_slowdown;
+        self.rivals
+            .iter()
+            .all(|r| own <= 0.99 * r.worst_user_bounded_slowdown)
+    }
+
+    /// Worst user at most 1% above the best rival's.
+    pub fn holds(&self) -> bool {
+        self.learned.worst_user_bounded_slowdown
+            <= 1.01 * self.best(|s| s.worst_user_bounded_slowdown)
+    }
+
+    /// Average bounded slowdown within 1.1× the best rival's.
+    pub fn average_ok(&self) -> bool {
+        self.learned.avg_bounded_slowdown <= 1.1 * self.best(|s| s.avg_bounded_slowdown)
+    }
+
+    /// The rival with the lowest worst user.
+    pub fn fairest_rival(&self) -> &Score {
+        self.rivals
+            .iter()
+            .min_by(|a, b| {
+                a.worst_user_bounded_slowdown
+                    .total_cmp(&b.worst_user_bounded_slowdown)
+            })
+            .unwrap_or(&self.learned)
+    }
+}
+
+/// The cells of one workload: both models, without and with EASY, over
+/// `windows`. `name` labels the workload and the learned policy is called
+/// `label`.
+pub fn cells(
+    net: &Arc<Model>,
+    label: &str,
+    name: &str,
+    workload: &Workload,
+    windows: &[Window],
+) -> Result<Vec<Cell>, String> {
+    let mut out = Vec::new();
+    for model in [SimModel::Slurp, SimModel::Reference] {
+        for backfill in [false, true] {
+            let mode = if backfill {
+                Backfill::Easy
+            } else {
+                Backfill::None
+            };
+            let policies: Vec<PolicyKind> =
+                RIVALS.iter().map(|&o| PolicyKind::new(o, mode)).collect();
+            let results = slurp_sim::compare(workload, windows, &policies, model);
+            let rivals = results
+                .iter()
+                .map(|r| Score::of(r.policy.clone(), &r.summary))
+                .collect();
+            let runs = replay_all(net, workload, windows, model, backfill)?;
+            let learned = Score::of(
+                if backfill {
+                    format!("{label}+easy")
+                } else {
+                    label.to_owned()
+                },
+                &Summary::of(&runs),
+            );
+            out.push(Cell {
+                workload: name.to_owned(),
+                model,
+                backfill,
+                rivals,
+                learned,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The model's greedy schedule of every window, two threads at a time.
+fn replay_all(
+    net: &Arc<Model>,
+    workload: &Workload,
+    windows: &[Window],
+    model: SimModel,
+    backfill: bool,
+) -> Result<Vec<Metrics>, String> {
+    let one = |w: Window| {
+        let schedule = match model {
+            SimModel::Reference => crate::rollout::replay(net, workload, w, backfill, None),
+            SimModel::Slurp => crate::chooser::replay(net.clone(), workload, w, backfill, None),
+        };
+        schedule
+            .map(|s| Metrics::of(workload, &s, model))
+            .map_err(|e| e.to_string())
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(windows.len().max(1));
+    let chunks: Vec<Vec<Result<Metrics, String>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let one = &one;
+                s.spawn(move || {
+                    (k..windows.len())
+                        .step_by(threads)
+                        .map(|i| one(windows[i]))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    // Back in window order: chunk k holds windows k, k + threads, ….
+    let mut out = Vec::with_capacity(windows.len());
+    let mut iters: Vec<_> = chunks.into_iter().map(|c| c.into_iter()).collect();
+    for i in 0..windows.len() {
+        match iters[i % threads].next() {
+            Some(r) => out.push(r?),
+            None => unreachable!("every window was replayed"),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,297 @@
+//! The site-independent observation (`v2`): what a learned policy trained
+//! for any machine sees. The same 128 slots as v1 (`observe.rs` chooses
+//! them) and 9 features a slot, but every feature is a ratio — to the
+//! instance's cores, to the other shown jobs, to the other users — so no
+//! trace's maxima, ids or units reach the network, and a workload on twice
+//! the cores with jobs twice as wide is seen exactly as the original.
+//!
+//! For a shown job of `n` cores, estimate `r` and wait so far `w` (seconds)
+//! on an instance of `C` cores, its user `u`:
+//!
+//! 1. `n / C`;
+//! 2. `log10(r / R) / 2` clipped to ±1, `R` the geometric mean estimate of
+//!    the shown jobs;
+//! 3. `log10(s) / 3` clipped to [0, 1], `s = max(1, (w + r) / max(r, 10))`:
+//!    the bounded slowdown the job would have if it started now and ran to
+//!    its estimate;
+//! 4. `(log10(1 + w) − W) / 3` clipped to ±1, `W` the mean of
+//!    `log10(1 + w)` over the shown jobs;
+//! 5. `m_u / max_v m_v` (0 when `u` has started nothing or every mean is
+//!    0), `m_u` the mean over `u`'s started jobs of their bounded slowdown
+//!    at start (wait then, estimate as run time: what is known when a job
+//!    starts, in a replay as in a real run);
+//! 6. `log10(m_u) / 3` clipped to [0, 1] (0 when `u` has started nothing);
+//! 7. cores `u`'s running jobs hold `/ C`, at most 1;
+//! 8. the share of the shown jobs that are `u`'s;
+//! 9. 1 if the job fits in the free cores now, else 0.
+//!
+//! Padding rows are v1's (`observe::PADDING`), mask 0.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use fnv::FnvHashMap;
+use slurp_sim::reference::Decision;
+
+use crate::observe::{FEATURES, Observation, PADDING, SLOTS, slots};
+
+/// One shown job, as the observation needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    /// Cores over all its ranks.
+    pub cores: u64,
+    /// Seconds.
+    pub estimate: u64,
+    /// Seconds waited so far.
+    pub wait: u64,
+    pub user: i64,
+    pub fits: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct User {
+    sum: f64,
+    jobs: u32,
+    mean: f64,
+    running: u64,
+}
+
+/// Each user's standing: mean bounded slowdown at start of its started
+/// jobs, and cores its running jobs hold. Told of starts and ends.
+#[derive(Debug, Default, Clone)]
+pub struct Standing {
+    users: FnvHashMap<i64, User>,
+    /// The largest per-user mean, kept with the means.
+    largest: f64,
+}
+
+/// `max(1, (wait + estimate) / max(estimate, 10))`.
+pub fn slowdown(wait: u64, estimate: u64) -> f64 {
+    ((wait + estimate) as f64 / estimate.max(10) as f64).max(1.0)
+}
+
+impl Standing {
+    /// A job of `user` holding `cores` started after waiting `wait`
+    /// seconds, with estimate `estimate`.
+    pub fn started(&mut self, user: i64, wait: u64, estimate: u64, cores: u64) {
+        let u = self.users.entry(user).or_default();
+        let before = (u.jobs > 0).then_some(u.mean);
+        u.sum += slowdown(wait, estimate);
+        u.jobs += 1;
+        u.mean = u.sum / u.jobs as f64;
+        u.running += cores;
+        let after = u.mean;
+        if after >= self.largest {
+            self.largest = after;
+        } else if before == Some(self.largest) {
+            // The largest mean fell: find the new one.
+            self.largest = self.users.values().map(|u| u.mean).fold(0.0, f64::max);
+        }
+    }
+
+    /// A job of `user` holding `cores` ended.
+    pub fn ended(&mut self, user: i64, cores: u64) {
+        if let Some(u) = self.users.get_mut(&user) {
+            u.running = u.running.saturating_sub(cores);
+        }
+    }
+
+    fn user(&self, user: i64) -> User {
+        self.users.get(&user).copied().unwrap_or_default()
+    }
+}
+
+/// The standing kept across the decisions of one reference-model episode:
+/// told, at each decision, the jobs started since the last one and those
+/// that ended by now (at start + run).
+#[derive(Debug, Default)]
+pub struct Follow {
+    standing: Standing,
+    told: usize,
+    ends: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Follow {
+    /// The v2 observation of decision `d`.
+    pub fn observe(&mut self, d: &Decision<'_>) -> Observation {
+        for &j in &d.started[self.told..] {
+            let job = &d.jobs[j as usize];
+            let start = d.starts[j as usize];
+            self.standing.started(
+                job.user,
+                start.saturating_sub(job.submit),
+                job.estimate,
+                job.procs.into(),
+            );
+            self.ends.push(Reverse((start + job.run, j)));
+        }
+        self.told = d.started.len();
+        while let Some(&Reverse((end, j))) = self.ends.peek() {
+            if end > d.now {
+                break;
+            }
+            self.ends.pop();
+            let job = &d.jobs[j as usize];
+            self.standing.ended(job.user, job.procs.into());
+        }
+        let jobs = slots(d);
+        let shown: Vec<Shown> = jobs
+            .iter()
+            .map(|&j| {
+                let job = &d.jobs[j as usize];
+                Shown {
+                    cores: job.procs.into(),
+                    estimate: job.estimate,
+                    wait: d.now.saturating_sub(job.submit),
+                    user: job.user,
+                    fits: d.fits(j),
+                }
+            })
+            .collect();
+        observe(&shown, jobs, d.machine.procs(), &self.standing)
+    }
+}
+
+fn clip(x: f64, lo: f64, hi: f64) -> f32 {
+    x.clamp(lo, hi) as f32
+}
+
+/// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
+/// each) on an instance of `cores` cores.
+pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing) -> Observation {
+    debug_assert_eq!(shown.len(), jobs.len());
+    let k = shown.len().max(1) as f64;
+    let log_r = shown
+        .iter()
+        .map(|s| (s.estimate.max(1) as f64).log10())
+        .sum::<f64>()
+        / k;
+    let log_w = shown
+        .iter()
+        .map(|s| (1.0 + s.wait as f64).log10())
+        .sum::<f64>()
+        / k;
+    let mut mine: FnvHashMap<i64, u32> = FnvHashMap::default();
+    for s in shown {
+        *mine.entry(s.user).or_default() += 1;
+    }
+    let c = cores.max(1) as f64;
+    let largest = standing.largest;
+    let mut features = Vec::with_capacity(SLOTS * FEATURES);
+    let mut mask = vec![0.0; SLOTS];
+    for (slot, s) in shown.iter().enumerate() {
+        let u = standing.user(s.user);
+        let (relative, level) = if u.jobs == 0 {
+            (0.0, 0.0)
+        } else {
+            (
+                if largest > 0.0 {
+                    (u.mean / largest) as f32
+                } else {
+                    0.0
+                },
+                clip(u.mean.log10() / 3.0, 0.0, 1.0),
+            )
+        };
+        features.extend_from_slice(&[
+            clip(s.cores as f64 / c, 0.0, 1.0),
+            clip(
+                ((s.estimate.max(1) as f64).log10() - log_r) / 2.0,
+                -1.0,
+                1.0,
+            ),
+            clip(slowdown(s.wait, s.estimate).log10() / 3.0, 0.0, 1.0),
+            clip(((1.0 + s.wait as f64).log10() - log_w) / 3.0, -1.0, 1.0),
+            relative,
+            level,
+            clip(u.running as f64 / c, 0.0, 1.0),
+            (mine[&s.user] as f64 / k) as f32,
+            if s.fits { 1.0 } else { 0.0 },
+        ]);
+        mask[slot] = 1.0;
+    }
+    for _ in shown.len()..SLOTS {
+        features.extend_from_slice(&PADDING);
+    }
+    Observation {
+        features,
+        mask,
+        jobs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_of_a_small_queue() {
+        let mut standing = Standing::default();
+        // User 1: two started jobs, slowdowns 1 and 3: mean 2; 4 cores run.
+        standing.started(1, 0, 100, 2);
+        standing.started(1, 200, 100, 2);
+        // User 2: one, slowdown 4, the largest mean; it ended.
+        standing.started(2, 30, 10, 1);
+        standing.ended(2, 1);
+        let shown = [
+            Shown {
+                cores: 8,
+                estimate: 1000,
+                wait: 99,
+                user: 1,
+                fits: false,
+            },
+            Shown {
+                cores: 2,
+                estimate: 10,
+                wait: 9,
+                user: 3,
+                fits: true,
+            },
+        ];
+        let obs = observe(&shown, vec![5, 7], 16, &standing);
+        let row = |i: usize| &obs.features[i * FEATURES..(i + 1) * FEATURES];
+        let close =
+            |a: &[f32], b: &[f64]| a.iter().zip(b).all(|(x, y)| (*x as f64 - y).abs() < 1e-6);
+        // Geometric mean estimate 100: job 0 is 10× it, job 1 a tenth.
+        // Mean log10(1 + w): (2 + 1) / 2.
+        assert!(
+            close(
+                row(0),
+                &[
+                    0.5,
+                    0.5,
+                    (1099.0f64 / 1000.0).log10() / 3.0,
+                    0.5 / 3.0,
+                    0.5,
+                    2f64.log10() / 3.0,
+                    0.25,
+                    0.5,
+                    0.0
+                ]
+            ),
+            "{:?}",
+            row(0)
+        );
+        assert!(
+            close(
+                row(1),
+                &[
+                    0.125,
+                    -0.5,
+                    (1.9f64).log10() / 3.0,
+                    -0.5 / 3.0,
+                    0.0,
+                    0.0,
+                    0.0,
+                    0.5,
+                    1.0
+                ]
+            ),
+            "{:?}",
+            row(1)
+        );
+        assert_eq!(&obs.mask[..3], &[1.0, 1.0, 0.0]);
+        assert_eq!(&obs.features[2 * FEATURES..3 * FEATURES], &PADDING);
+    }
+}

@@ -1,0 +1,192 @@
+//! The site-independent observation (v2): equal to an independent NumPy
+//! computation of its definition, blind to the machine's size, and named
+//! by the model file itself.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use slurp_fair::observe_v2::{Shown, Standing, observe};
+use slurp_fair::{Model, Sight};
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::{Machine, Window, Workload};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Whether `python3` with NumPy is here; the test that needs it says why it
+/// is skipped when not.
+fn numpy() -> bool {
+    Command::new("python3")
+        .args(["-c", "import numpy"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn v2_features_equal_numpys_on_random_queues() {
+    if !numpy() {
+        eprintln!("skipped: needs python3 with numpy (pip install numpy)");
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut cases = Vec::new();
+    let mut ours = Vec::new();
+    for case in 0..40 {
+        let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
+        let users = rng.random_range(1..12i64);
+        let mut standing = Standing::default();
+        let mut started = Vec::new();
+        let mut ended = Vec::new();
+        for _ in 0..rng.random_range(0..60) {
+            let (user, wait, est) = (
+                rng.random_range(0..users),
+                rng.random_range(0..100_000u64),
+                rng.random_range(1..200_000u64),
+            );
+            let c = rng.random_range(1..=cores);
+            standing.started(user, wait, est, c);
+            started.push(serde_json::json!([user, wait, est, c]));
+            if rng.random::<f64>() < 0.4 {
+                standing.ended(user, c);
+                ended.push(serde_json::json!([user, c]));
+            }
+        }
+        let len = rng.random_range(0..=128usize);
+        let shown: Vec<Shown> = (0..len)
+            .map(|_| Shown {
+                cores: rng.random_range(1..=cores),
+                estimate: rng.random_range(0..300_000),
+                wait: rng.random_range(0..500_000),
+                user: rng.random_range(0..users + 2),
+                fits: rng.random(),
+            })
+            .collect();
+        let obs = observe(&shown, (0..len as u32).collect(), cores, &standing);
+        ours.push(obs.features);
+        cases.push(serde_json::json!({
+            "cores": cores,
+            "started": started,
+            "ended": ended,
+            "shown": shown
+                .iter()
+                .map(|s| serde_json::json!([s.cores, s.estimate, s.wait, s.user, s.fits]))
+                .collect::<Vec<_>>(),
+        }));
+    }
+    let mut child = Command::new("python3")
+        .arg(data("observe_v2.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&cases).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let theirs: Vec<Vec<f64>> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    for (case, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (*x as f64 - y).abs() < 1e-5,
+                "case {case}, slot {}, feature {}: slurp {x}, NumPy {y}",
+                i / 9,
+                i % 9 + 1
+            );
+        }
+    }
+}
+
+/// `trace`'s jobs on `machine`, every job `k` times as wide on a machine
+/// with `k` times the nodes.
+fn scaled(family: Family, jobs: usize, k: u32) -> Workload {
+    let mut trace = generate(&family.spec(jobs), 9);
+    let base = Machine::of(&trace).unwrap();
+    for j in &mut trace.jobs {
+        j.procs *= k as i64;
+        j.req_procs *= k as i64;
+    }
+    Workload::new(
+        &trace,
+        Machine {
+            nodes: base.nodes * k,
+            procs_per_node: base.procs_per_node,
+        },
+    )
+}
+
+#[test]
+fn a_v2_model_chooses_the_same_on_twice_the_cores() {
+    let model = Arc::new(Model::load(&data("actor-v2.onnx"), None).unwrap());
+    assert_eq!(model.sight, Sight::V2);
+    let window = Window { start: 0, len: 400 };
+    // slurp's model is core-granular: any machine; the reference model
+    // takes whole nodes, so its nodes hold one processor here.
+    for (family, reference) in [(Family::Small, true), (Family::Mid, false)] {
+        let (one, two) = (scaled(family, 400, 1), scaled(family, 400, 2));
+        assert_eq!(two.machine.procs(), 2 * one.machine.procs());
+        for backfill in [false, true] {
+            let a =
+                slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
+            let b =
+                slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
+            assert_eq!(
+                a.order, b.order,
+                "{family:?}, slurp's model, backfill {backfill}"
+            );
+            assert_eq!(a.starts, b.starts);
+            if reference {
+                let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
+                let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
+                assert_eq!(
+                    a.order, b.order,
+                    "{family:?}, reference model, backfill {backfill}"
+                );
+            }
+        }
+    }
+    // A v1 model is not blind to the size: with RICC's normalisers the
+    // processors feature doubles (a check that the test can tell).
+    let v1 = Arc::new(slurp_fair::shipped().unwrap());
+    assert_eq!(v1.sight, Sight::V1);
+    let (one, two) = (scaled(Family::Small, 400, 1), scaled(Family::Small, 400, 2));
+    let a = slurp_fair::chooser::replay(v1.clone(), &one, window, false, None).unwrap();
+    let b = slurp_fair::chooser::replay(v1, &two, window, false, None).unwrap();
+    assert_ne!(a.order, b.order, "v1 sees the machine's size");
+}
+
+#[test]
+fn the_model_file_says_which_observation_it_sees() {
+    // No normalisers beside a v2 model, and none needed.
+    assert!(!data("actor-v2.onnx.json").exists());
+    let v2 = Model::load(&data("actor-v2.onnx"), None).unwrap();
+    assert_eq!(v2.sight, Sight::V2);
+    assert_eq!(v2.evaluator(), "direct");
+    // v1 models: their normalisers, as before.
+    let v1 = Model::load(&data("narrowest-first.onnx"), None).unwrap();
+    assert_eq!(v1.sight, Sight::V1);
+    assert_eq!(v1.normalisers.max_procs, 8.0);
+    // A sidecar can say v2 for a file without the metadata.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.onnx");
+    std::fs::copy(data("actor-test.onnx"), &path).unwrap();
+    std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v2"}"#).unwrap();
+    assert_eq!(Model::load(&path, None).unwrap().sight, Sight::V2);
+    std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
+    let err = Model::load(&path, None).unwrap_err().to_string();
+    assert!(err.contains("observation `v9`"), "{err}");
+}

@@ -1,0 +1,294 @@
+//! `slurp policy train TRACE... -o site.onnx`: a site's own learned policy
+//! in one command. The PyTorch trainer (`fair/trainer/`, built into the
+//! binary) runs with Python — CUDA when present, CPU otherwise — on the
+//! first part of every trace (the last quarter is kept out), with the
+//! recipe of fair-v2 (`stdlib/policies/MODEL_CARD.md`): the
+//! site-independent observation, slurp's own model, every other episode
+//! backfilled, SJF's choices cloned as a warm start, and the worst user's
+//! bounded slowdown against `fairshare`'s as the reward. Then the kept
+//! models are ranked on busy training-side windows, the best is written,
+//! and it is judged on the held-out quarter (`slurp policy judge`'s
+//! table).
+
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+
+use clap::Args;
+use slurp_fair::Model;
+use slurp_runtime::core::{Backfill, Order, PolicyKind};
+use slurp_sim::window::Draw;
+use slurp_sim::{Metrics, Summary, Window};
+
+/// The trainer's files, as the repository has them.
+const TRAINER: [(&str, &str); 3] = [
+    ("train.py", include_str!("../fair/trainer/train.py")),
+    (
+        "onnx_actor.py",
+        include_str!("../fair/trainer/onnx_actor.py"),
+    ),
+    (
+        "requirements.txt",
+        include_str!("../fair/trainer/requirements.txt"),
+    ),
+];
+
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// The site's traces (SWF, also .gz/.xz), or `gen:FAMILY:SEED`
+    #[arg(value_name = "TRACE", required = true)]
+    traces: Vec<PathBuf>,
+    /// Where to write the model (its learning curve and kept models go to
+    /// MODEL.train/)
+    #[arg(short, long, value_name = "MODEL.onnx")]
+    output: PathBuf,
+    /// Stop training after the epoch that passes this many seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    seconds: u64,
+    /// Stop after this many epochs at most
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    epochs: u64,
+    /// `auto` (CUDA when PyTorch sees a GPU), `cpu` or `cuda`
+    #[arg(long, value_name = "DEVICE", default_value = "auto", value_parser = ["auto", "cpu", "cuda"])]
+    device: String,
+    /// CPU threads for PyTorch (default: all)
+    #[arg(long, value_name = "N")]
+    threads: Option<u32>,
+    /// Keep this share of each trace's last jobs out of training, to judge
+    /// the model on
+    #[arg(long, value_name = "PERCENT", default_value_t = 25)]
+    hold_out: u8,
+    /// Seed of the episodes and of PyTorch
+    #[arg(long, value_name = "S", default_value_t = 5)]
+    seed: u64,
+    /// Iterations of the warm start (cloning SJF's choices)
+    #[arg(long, value_name = "N", default_value_t = 1500)]
+    clone_iters: u32,
+    /// Windows a trace to judge the model on, afterwards
+    #[arg(long, value_name = "K", default_value_t = 50)]
+    judge_samples: usize,
+    /// The Python that has PyTorch
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    python: PathBuf,
+}
+
+fn usage(message: impl std::fmt::Display) -> io::Result<ExitCode> {
+    eprintln!("error: {message}");
+    Ok(ExitCode::from(2))
+}
+
+/// Whether `python` can import what the trainer needs; the missing names.
+fn missing_modules(python: &Path) -> Result<Vec<String>, String> {
+    let probe = "import importlib.util as u\nfor m in ('torch', 'numpy', 'onnx'):\n    print(m if u.find_spec(m) is None else '')";
+    let out = Command::new(python)
+        .args(["-c", probe])
+        .output()
+        .map_err(|e| format!("cannot run `{}`: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{}` failed: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
+    if args.hold_out >= 100 {
+        return usage(format!(
+            "--hold-out {}: give a share below 100",
+            args.hold_out
+        ));
+    }
+    let mut workloads = Vec::new();
+    for path in &args.traces {
+        match crate::policy::workload(path) {
+            Ok(w) => workloads.push(w),
+            Err(e) => return usage(e),
+        }
+    }
+    let work = {
+        let mut name = args.output.as_os_str().to_owned();
+        name.push(".train");
+        PathBuf::from(name)
+    };
+    std::fs::create_dir_all(&work)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", work.display())))?;
+    for (name, text) in TRAINER {
+        std::fs::write(work.join(name), text)?;
+    }
+    match missing_modules(&args.python) {
+        Ok(missing) if missing.is_empty() => {}
+        Ok(missing) => {
+            eprintln!(
+                "error: `{}` lacks {} (the trainer is PyTorch)",
+                args.python.display(),
+                missing.join(", ")
+            );
+            eprintln!(
+                "hint: pip install -r {} (CUDA is used when present, the CPU otherwise)",
+                work.join("requirements.txt").display()
+            );
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return usage(e),
+    }
+    let slurp = std::env::current_exe()?;
+    let split = format!("{}%", 100 - u32::from(args.hold_out));
+    let mut cmd = Command::new(&args.python);
+    cmd.arg(work.join("train.py"))
+        .arg("--slurp")
+        .arg(&slurp)
+        .arg("--out")
+        .arg(work.join("run"));
+    for trace in &args.traces {
+        cmd.arg("--trace").arg(trace);
+    }
+    cmd.args([
+        "--observation",
+        "v2",
+        "--sim",
+        "slurp",
+        "--mixed-backfill",
+        "--min-bsld",
+        "3",
+        "--clone",
+        "sjf",
+        "--baseline",
+        "fairshare",
+        "--pi-iters",
+        "20",
+        "--v-iters",
+        "20",
+        "--keep-every",
+        "5",
+    ]);
+    cmd.args(["--seed", &args.seed.to_string()])
+        .args(["--clone-iters", &args.clone_iters.to_string()])
+        .args(["--max-seconds", &args.seconds.to_string()])
+        .args(["--epochs", &args.epochs.to_string()])
+        .args(["--device", &args.device])
+        .args(["--hold-out", &format!("{split}..")]);
+    if let Some(threads) = args.threads {
+        cmd.args(["--threads", &threads.to_string()]);
+    }
+    eprintln!(
+        "training on {} trace{} (the last {}% of each kept out) for up to {} s; curve in {}",
+        args.traces.len(),
+        if args.traces.len() == 1 { "" } else { "s" },
+        args.hold_out,
+        args.seconds,
+        work.join("run/curve.csv").display()
+    );
+    // The trainer's lines are the progress: epochs, rewards, times.
+    let mut child = cmd.stdout(Stdio::piped()).spawn()?;
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line?;
+            if line.starts_with("epoch ") || line.starts_with("clone ") {
+                eprintln!("{line}");
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        eprintln!(
+            "error: the trainer failed ({status}); its run is in {}",
+            work.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    // Rank the kept models on busy training-side windows.
+    let mut kept: Vec<PathBuf> = std::fs::read_dir(work.join("run"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "onnx")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("model-"))
+        })
+        .collect();
+    kept.sort();
+    let choose_on: Vec<Vec<Window>> = workloads
+        .iter()
+        .map(|w| {
+            let within = Window::parse_span(&format!("0..{split}"), w.jobs.len()).ok();
+            Draw {
+                count: 20,
+                len: 256.min(w.jobs.len()),
+                seed: 4242,
+                within,
+                min_bsld: 3.0,
+            }
+            .windows(w, |_| true)
+            .unwrap_or_default()
+        })
+        .collect();
+    let rivals: Vec<f64> = workloads
+        .iter()
+        .zip(&choose_on)
+        .map(|(w, windows)| {
+            let policy = PolicyKind::new(Order::Fairshare, Backfill::None);
+            let runs: Vec<Metrics> = windows
+                .iter()
+                .map(|&win| {
+                    Metrics::of(
+                        w,
+                        &slurp_sim::simulate(w, win, policy, slurp_sim::Model::Slurp),
+                        slurp_sim::Model::Slurp,
+                    )
+                })
+                .collect();
+            Summary::of(&runs).worst_user_bounded_slowdown.max(1.0)
+        })
+        .collect();
+    let mut best: Option<(f64, PathBuf)> = None;
+    for path in &kept {
+        let Ok(model) = Model::load(path, None) else {
+            continue;
+        };
+        let model = Arc::new(model);
+        let mut score = 0.0;
+        for ((w, windows), rival) in workloads.iter().zip(&choose_on).zip(&rivals) {
+            let runs: Vec<Metrics> = windows
+                .iter()
+                .filter_map(|&win| {
+                    slurp_fair::chooser::replay(model.clone(), w, win, false, None)
+                        .ok()
+                        .map(|s| Metrics::of(w, &s, slurp_sim::Model::Slurp))
+                })
+                .collect();
+            score += Summary::of(&runs).worst_user_bounded_slowdown / rival;
+        }
+        if best.as_ref().is_none_or(|(b, _)| score < *b) {
+            best = Some((score, path.clone()));
+        }
+    }
+    let Some((score, chosen)) = best else {
+        eprintln!(
+            "error: the trainer kept no model in {}",
+            work.join("run").display()
+        );
+        return Ok(ExitCode::from(1));
+    };
+    std::fs::copy(&chosen, &args.output)?;
+    eprintln!(
+        "chose {} (worst user {:.3}× fairshare's on busy training windows); wrote {}",
+        chosen.display(),
+        score / workloads.len() as f64,
+        args.output.display()
+    );
+    // Judged on the held-out quarter.
+    let judge = crate::policy::JudgeArgs::new(
+        args.output.to_string_lossy().into_owned(),
+        args.traces.clone(),
+        args.judge_samples,
+        format!("{split}.."),
+    );
+    crate::policy::judge(&judge)
+}

@@ -1,0 +1,89 @@
+//! `slurp policy train`: a site's own model in one command, with the
+//! PyTorch trainer built into the binary.
+
+mod common;
+use common::Test;
+
+/// Whether this machine's python3 has what the trainer needs.
+fn pytorch() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import torch, numpy, onnx"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn without_pytorch_it_says_what_to_install() {
+    // A real Python without PyTorch: a fresh virtual environment.
+    let test = Test::new();
+    let venv = test.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: python3 -m venv is not available here");
+        return;
+    }
+    let python = venv.join("bin/python3");
+    test.args(&[
+        "policy",
+        "train",
+        "gen:small:1:2000",
+        "-o",
+        "m.onnx",
+        "--python",
+        python.to_str().unwrap(),
+    ])
+    .run()
+    .invalid()
+    .stderr_has(&[
+        "lacks torch, numpy, onnx",
+        "hint: pip install -r",
+        "requirements.txt",
+    ]);
+}
+
+#[test]
+fn it_trains_writes_a_v2_model_and_judges_it_on_the_held_out_quarter() {
+    if !pytorch() {
+        eprintln!(
+            "skipped: needs python3 with torch, numpy and onnx (pip install -r fair/trainer/requirements.txt)"
+        );
+        return;
+    }
+    let test = Test::new().args(&[
+        "policy",
+        "train",
+        "gen:small:1:3000",
+        "-o",
+        "site.onnx",
+        "--epochs",
+        "2",
+        "--clone-iters",
+        "30",
+        "--judge-samples",
+        "2",
+        "--threads",
+        "1",
+    ]);
+    let run = test.run().success();
+    assert!(run.stderr.contains("epoch 1 reward"), "{}", run.stderr);
+    assert!(run.stderr.contains("wrote site.onnx"), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("site.onnx (observation v2)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("| gen:small:1:3000 |").count(), 4);
+    let curve = std::fs::read_to_string(test.path().join("site.onnx.train/run/curve.csv")).unwrap();
+    assert_eq!(
+        curve.lines().count(),
+        3,
+        "a header and two epochs:\n{curve}"
+    );
+    let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
+    assert_eq!(model.sight, slurp_fair::Sight::V2);
+}
