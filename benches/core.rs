@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use slurp_runtime::core::{Core, Event, Job, Outcome, PolicyKind, Time};
+use slurp_runtime::core::{Backfill, Core, Event, Job, Order, Outcome, PolicyKind, Time};
 use slurp_runtime::{Capacity, Request, TaskId};
 
 const QUEUED: usize = 100_000;
@@ -17,7 +17,8 @@ const CAPACITY: Capacity = Capacity {
     mem_per_node: 64 << 30,
 };
 
-/// 100,000 queued single-core tasks with mixed time limits, 64 running.
+/// 100,000 queued single-core tasks with mixed time limits, 64 running,
+/// of 100 users.
 fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
     let jobs = (0..QUEUED + 64)
         .map(|i| Job {
@@ -30,7 +31,8 @@ fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
             },
             time_limit: Some(60 + (i as u64 * 7919) % 3600),
             retries: 0,
-            user: 0,
+            // 100 users (only `fairshare` reads it).
+            user: (i % 100) as u32,
         })
         .collect();
     let mut core = Core::new(CAPACITY, policy, jobs, |_| Vec::<u32>::new(), Time(0));
@@ -47,7 +49,14 @@ fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
 
 fn decisions(c: &mut Criterion) {
     let mut group = c.benchmark_group("decision with 100k queued");
-    for policy in [PolicyKind::FCFS, PolicyKind::EASY, PolicyKind::CONSERVATIVE] {
+    let fairshare = |b| PolicyKind::new(Order::Fairshare, b);
+    for policy in [
+        PolicyKind::FCFS,
+        PolicyKind::EASY,
+        PolicyKind::CONSERVATIVE,
+        fairshare(Backfill::None),
+        fairshare(Backfill::Easy),
+    ] {
         group.bench_function(policy.to_string(), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;

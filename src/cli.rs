@@ -58,8 +58,9 @@ struct Cli {
 #[derive(Args, Debug, Clone)]
 struct RunArgs {
     /// Queue policy: `easy` (FCFS with EASY backfilling), `conservative`, or
-    /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep` alone or with `+easy`
-    /// or `+conservative`; or a learned policy choosing the next task,
+    /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare` (the
+    /// least-served line or sweep first, Slurm's fair-share factor) alone or
+    /// with `+easy` or `+conservative`; or a learned policy choosing the next task,
     /// `fair` (the model slurp ships, stdlib/policies/MODEL_CARD.md) or
     /// `fair:MODEL.onnx` (`+easy` to backfill around its choice); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
@@ -774,7 +775,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                 }
                 Some(Err(e)) => Err(e),
                 None => Err(
-                    "not available in this runtime (the orders are fcfs, sjf, f1, wfp3, unicep, alone or with +easy or +conservative)"
+                    "not available in this runtime (the orders are fcfs, sjf, f1, wfp3, unicep, fairshare, alone or with +easy or +conservative)"
                         .to_owned(),
                 ),
             };

@@ -633,3 +633,24 @@ fn judge_tables_a_model_against_every_heuristic_in_every_cell() {
         "without --check the table is the answer"
     );
 }
+
+#[test]
+fn a_v2_model_needs_no_normalisers_in_a_real_run() {
+    // One core; the v2 stand-in SJF prefers the task whose `time` is short
+    // against the others', whatever the instance: after the first (all
+    // queued at once, the first choice is the shortest), l1 and l2 wait
+    // for s.
+    let file = "\
+task l1 time=1h: echo l1 >> order
+task l2 time=2h: echo l2 >> order
+task s time=1m: echo s >> order
+";
+    let model = std::fs::read(repo().join("fair/tests/data/shortest-v2.onnx")).unwrap();
+    let test = Test::new()
+        .file("w.slurp", file)
+        .file("m.onnx", model)
+        .args(&["--cores", "1", "--policy", "fair:m.onnx", "w.slurp"]);
+    test.run().success();
+    let order = std::fs::read_to_string(test.path().join("order")).unwrap();
+    assert_eq!(order.lines().collect::<Vec<_>>(), ["s", "l1", "l2"]);
+}

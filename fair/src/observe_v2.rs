@@ -161,25 +161,27 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
 pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
     let k = shown.len().max(1) as f64;
-    let log_r = shown
-        .iter()
-        .map(|s| (s.estimate.max(1) as f64).log10())
-        .sum::<f64>()
-        / k;
-    let log_w = shown
-        .iter()
-        .map(|s| (1.0 + s.wait as f64).log10())
-        .sum::<f64>()
-        / k;
+    // Each slot's logarithms once (they are most of an observation's
+    // time), and how many shown jobs each user has.
+    let mut logs = Vec::with_capacity(shown.len());
+    let (mut sum_r, mut sum_w) = (0.0, 0.0);
     let mut mine: FnvHashMap<i64, u32> = FnvHashMap::default();
     for s in shown {
+        let (lr, lw) = (
+            (s.estimate.max(1) as f64).log10(),
+            (1.0 + s.wait as f64).log10(),
+        );
+        sum_r += lr;
+        sum_w += lw;
+        logs.push((lr, lw));
         *mine.entry(s.user).or_default() += 1;
     }
+    let (log_r, log_w) = (sum_r / k, sum_w / k);
     let c = cores.max(1) as f64;
     let largest = standing.largest;
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
-    for (slot, s) in shown.iter().enumerate() {
+    for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
         let u = standing.user(s.user);
         let (relative, level) = if u.jobs == 0 {
             (0.0, 0.0)
@@ -195,13 +197,9 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
         };
         features.extend_from_slice(&[
             clip(s.cores as f64 / c, 0.0, 1.0),
-            clip(
-                ((s.estimate.max(1) as f64).log10() - log_r) / 2.0,
-                -1.0,
-                1.0,
-            ),
+            clip((lr - log_r) / 2.0, -1.0, 1.0),
             clip(slowdown(s.wait, s.estimate).log10() / 3.0, 0.0, 1.0),
-            clip(((1.0 + s.wait as f64).log10() - log_w) / 3.0, -1.0, 1.0),
+            clip((lw - log_w) / 3.0, -1.0, 1.0),
             relative,
             level,
             clip(u.running as f64 / c, 0.0, 1.0),

@@ -20,6 +20,7 @@ pub const POLICIES: &[&str] = &[
     "f1",
     "wfp3",
     "unicep",
+    "fairshare",
     "fair",
 ];
 
@@ -245,6 +246,8 @@ mod tests {
         assert!(parse_policy("eazy").is_err());
         assert!(parse_policy("sjf+easy").is_ok());
         assert!(parse_policy("wfp3+conservative").is_ok());
+        assert!(parse_policy("fairshare+easy").is_ok());
+        assert!(parse_policy("fairshare:/m.onnx").is_err());
         assert!(parse_policy("sjf+eazy").is_err());
         assert!(parse_policy("easy+easy").is_err());
         assert!(parse_policy("sjf:/m.onnx").is_err());

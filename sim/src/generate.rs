@@ -12,8 +12,10 @@
 //!   scaled by the user's own factor (log-normal), at most 48 h.
 //! - **Estimates**: the run time times the user's over-estimation (exact
 //!   for some users, up to 20× for others), rounded up to the limits people
-//!   type (5 min, 15 min, 1 h, 4 h, …); a job that reaches its estimate is
-//!   killed there.
+//!   type (5 min, 15 min, 1 h, 4 h, …); most users also have a habitual
+//!   limit they give many of their jobs whatever their length (Tsafrir et
+//!   al.: estimates are modal, often the queue's maximum); a job that
+//!   reaches its estimate is killed there.
 //! - **Users**: activity follows Zipf (a few heavy users, many light ones);
 //!   each submits in sessions of similar jobs a few seconds to minutes
 //!   apart, bursty users in long ones.
@@ -134,6 +136,9 @@ struct Habit {
     scale: f64,
     /// Largest over-estimation (1: exact).
     over: f64,
+    /// The limit this user gives by habit, and how often.
+    habitual: u64,
+    lazy: f64,
 }
 
 struct Draft {
@@ -225,6 +230,12 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
                 } else {
                     rng.random_range(2.0..20.0)
                 },
+                habitual: LIMITS[rng.random_range(8..LIMITS.len())],
+                lazy: if rng.random::<f64>() < 0.4 {
+                    0.0
+                } else {
+                    rng.random_range(0.3..0.9)
+                },
             }
         })
         .collect();
@@ -251,7 +262,18 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
         let mut offset = 0.0;
         for _ in 0..count.min(spec.jobs - drafts.len()) {
             let run = ((base as f64) * rng.random_range(0.5..1.5)).clamp(1.0, MAX_RUN) as u64;
-            let estimate = estimate(&mut rng, run, habit.over);
+            let estimate = if rng.random::<f64>() < habit.lazy {
+                // The habitual limit, or the next one a job too long for
+                // it needs.
+                let at_least = run.max(habit.habitual);
+                LIMITS
+                    .iter()
+                    .copied()
+                    .find(|&l| l >= at_least)
+                    .unwrap_or(MAX_RUN as u64)
+            } else {
+                estimate(&mut rng, run, habit.over)
+            };
             drafts.push(Draft {
                 user: user as u32,
                 procs: procs_of,

@@ -199,6 +199,7 @@ fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
     let mut shares = FairShare::new(HALF_LIFE);
     let mut known = vec![false; jobs.len()];
     let mut told_started = 0;
+    let mut seen = 0;
     let mut ends: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     run_choosing(workload, window, backfill, |d| {
         for &j in &d.started[told_started..] {
@@ -220,12 +221,17 @@ fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
             let job = &jobs[j as usize];
             shares.ended(job.account(), job.procs, ms(d.starts[j as usize]), ms(end));
         }
-        for &j in d.queue.iter() {
-            if !known[j as usize] {
-                known[j as usize] = true;
-                shares.queued(j, jobs[j as usize].account());
+        // Jobs arrive in window order and every arrived job is queued or
+        // started: the new arrivals are the positions up to that count
+        // (no walk of a deep queue at every decision).
+        let arrived = d.queue.len() + d.started.len();
+        for j in seen..arrived {
+            if !known[j] {
+                known[j] = true;
+                shares.queued(j as u32, jobs[j].account());
             }
         }
+        seen = seen.max(arrived);
         shares.head(ms(d.now)).unwrap_or(d.queue[0])
     })
 }

@@ -36,7 +36,7 @@
 //! - `conservative`: every waiting task gets a reservation in order; a task
 //!   starts now only if that delays no earlier reservation.
 //!
-//! Names: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, each with `+easy` (alias
+//! Names: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare`, each with `+easy` (alias
 //! `+bf`) or `+conservative`; `easy` is `fcfs+easy` (the default) and
 //! `conservative` is `fcfs+conservative`.
 //!
