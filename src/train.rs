@@ -204,6 +204,20 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    // The learning curve as a picture beside its CSV.
+    let csv = std::fs::read_to_string(work.join("run/curve.csv")).unwrap_or_default();
+    let points: Vec<(f64, f64)> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut cells = line.split(',');
+            Some((cells.next()?.parse().ok()?, cells.next()?.parse().ok()?))
+        })
+        .collect();
+    if let Ok(svg) = slurp_sim::plot::curve("reward: fairshare's worst user minus the policy's", &points, 25) {
+        std::fs::write(work.join("curve.svg"), svg)?;
+        eprintln!("learning curve: {}", work.join("curve.svg").display());
+    }
     // Rank the kept models on busy training-side windows.
     let mut kept: Vec<PathBuf> = std::fs::read_dir(work.join("run"))?
         .filter_map(|e| e.ok().map(|e| e.path()))

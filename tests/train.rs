@@ -84,6 +84,8 @@ fn it_trains_writes_a_v2_model_and_judges_it_on_the_held_out_quarter() {
         3,
         "a header and two epochs:\n{curve}"
     );
+    let svg = std::fs::read_to_string(test.path().join("site.onnx.train/curve.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("mean over 25 epochs"));
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
     assert_eq!(model.sight, slurp_fair::Sight::V2);
 }

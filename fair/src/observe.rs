@@ -185,7 +185,7 @@ pub fn interleave(
     shortest: impl IntoIterator<Item = u32>,
     narrowest: impl IntoIterator<Item = u32>,
 ) -> Vec<u32> {
-    let mut shown = std::collections::HashSet::with_capacity(SLOTS);
+    let mut shown = fnv::FnvHashSet::with_capacity_and_hasher(SLOTS, Default::default());
     let mut out = Vec::with_capacity(SLOTS);
     let mut a = shortest.into_iter();
     let mut b = narrowest.into_iter();

@@ -165,7 +165,6 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
     // time), and how many shown jobs each user has.
     let mut logs = Vec::with_capacity(shown.len());
     let (mut sum_r, mut sum_w) = (0.0, 0.0);
-    let mut mine: FnvHashMap<i64, u32> = FnvHashMap::default();
     for s in shown {
         let (lr, lw) = (
             (s.estimate.max(1) as f64).log10(),
@@ -174,8 +173,14 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
         sum_r += lr;
         sum_w += lw;
         logs.push((lr, lw));
-        *mine.entry(s.user).or_default() += 1;
     }
+    // The shown jobs' users, sorted: a user's count is the length of its
+    // run (no hashing at every decision).
+    let mut users: Vec<i64> = shown.iter().map(|s| s.user).collect();
+    users.sort_unstable();
+    let shown_of = |user: i64| {
+        users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user)
+    };
     let (log_r, log_w) = (sum_r / k, sum_w / k);
     let c = cores.max(1) as f64;
     let largest = standing.largest;
@@ -203,7 +208,7 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
             relative,
             level,
             clip(u.running as f64 / c, 0.0, 1.0),
-            (mine[&s.user] as f64 / k) as f32,
+            (shown_of(s.user) as f64 / k) as f32,
             if s.fits { 1.0 } else { 0.0 },
         ]);
         mask[slot] = 1.0;

@@ -1,5 +1,6 @@
 //! The comparison as a picture: one bar chart per measure, a bar per
-//! policy, in one self-contained SVG (plotters' SVG backend).
+//! policy, in one self-contained SVG (plotters' SVG backend); and a
+//! trainer's learning curve.
 
 use plotters::prelude::*;
 
@@ -88,6 +89,71 @@ fn draw(
             )
         }))?;
     }
+    Ok(())
+}
+
+/// A learning curve: each epoch's `(epoch, reward)` and their moving mean
+/// over `smooth` epochs, as SVG text.
+pub fn curve(title: &str, points: &[(f64, f64)], smooth: usize) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (1000, 500)).into_drawing_area();
+        draw_curve(&root, title, points, smooth.max(1))
+            .map_err(|e| format!("drawing the curve: {e}"))?;
+        root.present()
+            .map_err(|e| format!("drawing the curve: {e}"))?;
+    }
+    Ok(out)
+}
+
+fn draw_curve(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    points: &[(f64, f64)],
+    smooth: usize,
+) -> Result<(), Failure> {
+    root.fill(&WHITE)?;
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(_, y)| {
+            (lo.min(y), hi.max(y))
+        });
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        (lo, hi)
+    } else {
+        (lo.min(0.0) - 1.0, hi.max(0.0) + 1.0)
+    };
+    let last = points.last().map_or(1.0, |p| p.0.max(1.0));
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..last, lo..hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("epoch")
+        .y_desc("reward")
+        .y_label_formatter(&|y| format_value(*y))
+        .draw()?;
+    chart.draw_series(LineSeries::new(points.iter().copied(), RGBColor(190, 190, 220)))?;
+    let mean: Vec<(f64, f64)> = (0..points.len())
+        .map(|i| {
+            let from = (i + 1).saturating_sub(smooth);
+            let window = &points[from..=i];
+            let y = window.iter().map(|p| p.1).sum::<f64>() / window.len() as f64;
+            (points[i].0, y)
+        })
+        .collect();
+    chart
+        .draw_series(LineSeries::new(mean, BLUE.stroke_width(2)))?
+        .label(format!("mean over {smooth} epochs"))
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLUE.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
