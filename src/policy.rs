@@ -96,7 +96,8 @@ pub struct RolloutArgs {
     /// output logits f32[1,128]); its normalisers are read from MODEL.json
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
-    /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`) and
+    /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
+    /// `fairshare` with `--sim slurp`) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -470,10 +471,11 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     let (player, normalisers) = match (&model, &args.teacher) {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
-            // Its order is the users' usage, not a key of the job.
-            Ok(Order::Fairshare) => {
+            // Its order is the users' usage, kept by the recording chooser
+            // of slurp's model only.
+            Ok(Order::Fairshare) if args.sim != "slurp" => {
                 return Ok(usage(
-                    "--teacher: `fairshare` ranks users, not jobs, and cannot be cloned (fcfs, sjf, f1, wfp3, unicep)",
+                    "--teacher fairshare: ranks users by their usage, which only slurp's model keeps (add --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),

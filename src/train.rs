@@ -214,7 +214,11 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             Some((cells.next()?.parse().ok()?, cells.next()?.parse().ok()?))
         })
         .collect();
-    if let Ok(svg) = slurp_sim::plot::curve("reward: fairshare's worst user minus the policy's", &points, 25) {
+    if let Ok(svg) = slurp_sim::plot::curve(
+        "reward: fairshare's worst user minus the policy's",
+        &points,
+        25,
+    ) {
         std::fs::write(work.join("curve.svg"), svg)?;
         eprintln!("learning curve: {}", work.join("curve.svg").display());
     }

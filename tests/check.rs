@@ -365,3 +365,51 @@ fn crlf_files_check_like_lf_files() {
         .success()
         .stdout_has(&["1 edge"]);
 }
+
+#[test]
+fn braces_beside_non_ascii_characters_are_literal_text() {
+    // Issue 22, item 5: a brace next to a multi-byte character once
+    // panicked while placeholders were read.
+    let file = "task a: echo {é}\ntask b: echo é}\ntask c env=K={é}: sh -c 'echo $K'\ntask d[x=ü]: echo {x}{\n";
+    check(&[("u.slurp", file)])
+        .success()
+        .stdout_has(&["u.slurp: ok"]);
+    let run = Test::new()
+        .file("u.slurp", file)
+        .args(&["--cores", "1", "--output", "tag", "u.slurp"])
+        .run()
+        .success();
+    for line in ["{é}", "é}", "ü{"] {
+        assert!(
+            run.stdout.lines().any(|l| l.ends_with(line)),
+            "no {line:?} in\n{}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.ends_with("{é}") && l.contains('c')),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_limit_past_a_century_is_refused_before_anything_runs() {
+    // Issue 22, item 2: such a limit passed `check` and then panicked at
+    // run time (an Instant overflow), leaving slurp deaf.
+    check(&[("t.slurp", "task a time=110000000000000d: true\n")])
+        .invalid()
+        .stderr_has(&[
+            "slurp::bad_duration",
+            "t.slurp:1:13",
+            "longer than 100 years",
+        ]);
+    Test::new()
+        .file("t.slurp", "task a: true\n")
+        .args(&["--grace", "99999999999999:00:00", "t.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&["--grace", "longer than 100 years"]);
+}

@@ -24,7 +24,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
-use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time};
+use slurp_runtime::core::{
+    Chooser, FairShare, HALF_LIFE, Order, PolicyKind, Queue, Time, float_key,
+};
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
@@ -37,7 +39,8 @@ use crate::{Model, ModelError, Sight};
 #[derive(Debug, Clone)]
 pub enum Who {
     Network(Arc<Model>),
-    /// The heuristic's best among the shown jobs (RL-SPEC's keys).
+    /// The heuristic's best among the shown jobs (RL-SPEC's keys; for
+    /// `fairshare`, the shown job of the user with the least decayed usage).
     Teacher(Order, Sight),
 }
 
@@ -59,9 +62,13 @@ pub struct Learned {
     standing: Standing,
     /// The decisions, when recording an episode for the trainer.
     pub steps: Option<Vec<Step>>,
+    /// The users' usage, when the teacher is `fairshare`.
+    shares: Option<FairShare>,
     jobs: Vec<SimJob>,
     machine: Machine,
     starts: Vec<u64>,
+    /// The same, to the millisecond (what usage is reckoned from).
+    start_times: Vec<Time>,
     started: Vec<u32>,
     users: Users,
     rng: Option<ChaCha8Rng>,
@@ -177,6 +184,8 @@ impl Learned {
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
         Learned {
+            shares: matches!(who, Who::Teacher(Order::Fairshare, _))
+                .then(|| FairShare::new(HALF_LIFE)),
             who,
             norm,
             standing: Standing::default(),
@@ -186,6 +195,7 @@ impl Learned {
                 procs_per_node: 1,
             },
             starts: vec![0; jobs.len()],
+            start_times: vec![Time(0); jobs.len()],
             started: Vec::new(),
             jobs,
             users: Users::default(),
@@ -213,7 +223,13 @@ impl Learned {
                 }
             })
             .collect();
-        observe_v2::observe(&shown, slots, self.machine.procs(), &self.standing)
+        observe_v2::observe(
+            &shown,
+            slots,
+            self.machine.procs(),
+            &self.standing,
+            Time(d.now * 1000),
+        )
     }
 }
 
@@ -296,11 +312,17 @@ impl Chooser for Learned {
                 .map(|logits| choose(&logits, self.rng.as_mut())),
             Who::Teacher(order, _) => {
                 let now = decision.now;
+                let key = |j: u32| {
+                    let job = &self.jobs[j as usize];
+                    match &self.shares {
+                        Some(shares) => {
+                            (float_key(shares.usage(job.account(), Time(now * 1000))), 0)
+                        }
+                        None => reference::key(*order, job, now),
+                    }
+                };
                 let slot = (0..obs.jobs.len())
-                    .min_by_key(|&s| {
-                        let j = obs.jobs[s];
-                        (reference::key(*order, &self.jobs[j as usize], now), j)
-                    })
+                    .min_by_key(|&s| (key(obs.jobs[s]), obs.jobs[s]))
                     .unwrap_or(0);
                 Ok((slot, 0.0))
             }
@@ -330,6 +352,7 @@ impl Chooser for Learned {
     fn started(&mut self, now: Time, task: u32) {
         if let Some(start) = self.starts.get_mut(task as usize) {
             *start = now.0 / 1000;
+            self.start_times[task as usize] = now;
             self.started.push(task);
             let job = &self.jobs[task as usize];
             self.standing.started(
@@ -337,13 +360,21 @@ impl Chooser for Learned {
                 (now.0 / 1000).saturating_sub(job.submit),
                 job.estimate,
                 job.procs.into(),
+                now,
             );
+            if let Some(shares) = &mut self.shares {
+                shares.started(job.account(), job.procs, now);
+            }
         }
     }
 
-    fn ended(&mut self, _now: Time, task: u32) {
+    fn ended(&mut self, now: Time, task: u32) {
         if let Some(job) = self.jobs.get(task as usize) {
-            self.standing.ended(job.user, job.procs.into());
+            let start = self.start_times[task as usize];
+            self.standing.ended(job.user, job.procs.into(), start, now);
+            if let Some(shares) = &mut self.shares {
+                shares.ended(job.account(), job.procs, start, now);
+            }
         }
     }
 

@@ -20,7 +20,9 @@
 //!    0), `m_u` the mean over `u`'s started jobs of their bounded slowdown
 //!    at start (wait then, estimate as run time: what is known when a job
 //!    starts, in a replay as in a real run);
-//! 6. `log10(m_u) / 3` clipped to [0, 1] (0 when `u` has started nothing);
+//! 6. `u`'s fair-share factor now, `2^(−U/S)` (`fairshare`'s: U its share
+//!    of all users' core-seconds, each decayed with a 7-day half-life, S =
+//!    1/N for the N users seen; 1 for a user who used nothing);
 //! 7. cores `u`'s running jobs hold `/ C`, at most 1;
 //! 8. the share of the shown jobs that are `u`'s;
 //! 9. 1 if the job fits in the free cores now, else 0.
@@ -31,6 +33,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use fnv::FnvHashMap;
+use slurp_runtime::core::{FairShare, HALF_LIFE, Time};
 use slurp_sim::reference::Decision;
 
 use crate::observe::{FEATURES, Observation, PADDING, SLOTS, slots};
@@ -57,12 +60,29 @@ struct User {
 }
 
 /// Each user's standing: mean bounded slowdown at start of its started
-/// jobs, and cores its running jobs hold. Told of starts and ends.
-#[derive(Debug, Default, Clone)]
+/// jobs, cores its running jobs hold, and its decayed usage. Told of starts
+/// and ends.
+#[derive(Debug)]
 pub struct Standing {
     users: FnvHashMap<i64, User>,
     /// The largest per-user mean, kept with the means.
     largest: f64,
+    shares: FairShare,
+}
+
+impl Default for Standing {
+    fn default() -> Standing {
+        Standing {
+            users: FnvHashMap::default(),
+            largest: 0.0,
+            shares: FairShare::new(HALF_LIFE),
+        }
+    }
+}
+
+/// `fairshare`'s account of a user id (an unknown user, −1, is one).
+fn account(user: i64) -> u32 {
+    u32::try_from(user).unwrap_or(u32::MAX)
 }
 
 /// `max(1, (wait + estimate) / max(estimate, 10))`.
@@ -71,9 +91,11 @@ pub fn slowdown(wait: u64, estimate: u64) -> f64 {
 }
 
 impl Standing {
-    /// A job of `user` holding `cores` started after waiting `wait`
+    /// A job of `user` holding `cores` started `at`, after waiting `wait`
     /// seconds, with estimate `estimate`.
-    pub fn started(&mut self, user: i64, wait: u64, estimate: u64, cores: u64) {
+    pub fn started(&mut self, user: i64, wait: u64, estimate: u64, cores: u64, at: Time) {
+        self.shares
+            .started(account(user), u32::try_from(cores).unwrap_or(u32::MAX), at);
         let u = self.users.entry(user).or_default();
         let before = (u.jobs > 0).then_some(u.mean);
         u.sum += slowdown(wait, estimate);
@@ -89,8 +111,14 @@ impl Standing {
         }
     }
 
-    /// A job of `user` holding `cores` ended.
-    pub fn ended(&mut self, user: i64, cores: u64) {
+    /// A job of `user` holding `cores` since `start` ended `at`.
+    pub fn ended(&mut self, user: i64, cores: u64, start: Time, at: Time) {
+        self.shares.ended(
+            account(user),
+            u32::try_from(cores).unwrap_or(u32::MAX),
+            start,
+            at,
+        );
         if let Some(u) = self.users.get_mut(&user) {
             u.running = u.running.saturating_sub(cores);
         }
@@ -122,6 +150,7 @@ impl Follow {
                 start.saturating_sub(job.submit),
                 job.estimate,
                 job.procs.into(),
+                Time(start * 1000),
             );
             self.ends.push(Reverse((start + job.run, j)));
         }
@@ -132,7 +161,9 @@ impl Follow {
             }
             self.ends.pop();
             let job = &d.jobs[j as usize];
-            self.standing.ended(job.user, job.procs.into());
+            let start = Time(d.starts[j as usize] * 1000);
+            self.standing
+                .ended(job.user, job.procs.into(), start, Time(end * 1000));
         }
         let jobs = slots(d);
         let shown: Vec<Shown> = jobs
@@ -148,7 +179,13 @@ impl Follow {
                 }
             })
             .collect();
-        observe(&shown, jobs, d.machine.procs(), &self.standing)
+        observe(
+            &shown,
+            jobs,
+            d.machine.procs(),
+            &self.standing,
+            Time(d.now * 1000),
+        )
     }
 }
 
@@ -157,8 +194,14 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
 }
 
 /// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
-/// each) on an instance of `cores` cores.
-pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing) -> Observation {
+/// each) on an instance of `cores` cores, `now`.
+pub fn observe(
+    shown: &[Shown],
+    jobs: Vec<u32>,
+    cores: u64,
+    standing: &Standing,
+    now: Time,
+) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
     let k = shown.len().max(1) as f64;
     // Each slot's logarithms once (they are most of an observation's
@@ -178,9 +221,8 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
     // run (no hashing at every decision).
     let mut users: Vec<i64> = shown.iter().map(|s| s.user).collect();
     users.sort_unstable();
-    let shown_of = |user: i64| {
-        users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user)
-    };
+    let shown_of =
+        |user: i64| users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user);
     let (log_r, log_w) = (sum_r / k, sum_w / k);
     let c = cores.max(1) as f64;
     let largest = standing.largest;
@@ -188,25 +230,19 @@ pub fn observe(shown: &[Shown], jobs: Vec<u32>, cores: u64, standing: &Standing)
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
         let u = standing.user(s.user);
-        let (relative, level) = if u.jobs == 0 {
-            (0.0, 0.0)
+        let relative = if u.jobs > 0 && largest > 0.0 {
+            (u.mean / largest) as f32
         } else {
-            (
-                if largest > 0.0 {
-                    (u.mean / largest) as f32
-                } else {
-                    0.0
-                },
-                clip(u.mean.log10() / 3.0, 0.0, 1.0),
-            )
+            0.0
         };
+        let factor = standing.shares.factor(account(s.user), now) as f32;
         features.extend_from_slice(&[
             clip(s.cores as f64 / c, 0.0, 1.0),
             clip((lr - log_r) / 2.0, -1.0, 1.0),
             clip(slowdown(s.wait, s.estimate).log10() / 3.0, 0.0, 1.0),
             clip((lw - log_w) / 3.0, -1.0, 1.0),
             relative,
-            level,
+            factor,
             clip(u.running as f64 / c, 0.0, 1.0),
             (shown_of(s.user) as f64 / k) as f32,
             if s.fits { 1.0 } else { 0.0 },
@@ -230,12 +266,14 @@ mod tests {
     #[test]
     fn features_of_a_small_queue() {
         let mut standing = Standing::default();
-        // User 1: two started jobs, slowdowns 1 and 3: mean 2; 4 cores run.
-        standing.started(1, 0, 100, 2);
-        standing.started(1, 200, 100, 2);
-        // User 2: one, slowdown 4, the largest mean; it ended.
-        standing.started(2, 30, 10, 1);
-        standing.ended(2, 1);
+        let t = |s: u64| Time(s * 1000);
+        // User 1: two started jobs, slowdowns 1 and 3: mean 2; 4 cores
+        // run since 0.
+        standing.started(1, 0, 100, 2, t(0));
+        standing.started(1, 200, 100, 2, t(0));
+        // User 2: one, slowdown 4, the largest mean; it ran 0..30 on 1.
+        standing.started(2, 30, 10, 1, t(0));
+        standing.ended(2, 1, t(0), t(30));
         let shown = [
             Shown {
                 cores: 8,
@@ -252,10 +290,14 @@ mod tests {
                 fits: true,
             },
         ];
-        let obs = observe(&shown, vec![5, 7], 16, &standing);
+        let obs = observe(&shown, vec![5, 7], 16, &standing, t(100));
+        // At 100 s user 1 used 400 core-seconds, user 2 30 (a 7-day
+        // half-life decays them by 1e-4): F = 2^(−2 × 400/430); user 3
+        // used nothing, F = 1.
+        let factor = (-2.0 * 400.0 / 430.0f64).exp2();
         let row = |i: usize| &obs.features[i * FEATURES..(i + 1) * FEATURES];
         let close =
-            |a: &[f32], b: &[f64]| a.iter().zip(b).all(|(x, y)| (*x as f64 - y).abs() < 1e-6);
+            |a: &[f32], b: &[f64]| a.iter().zip(b).all(|(x, y)| (*x as f64 - y).abs() < 1e-4);
         // Geometric mean estimate 100: job 0 is 10× it, job 1 a tenth.
         // Mean log10(1 + w): (2 + 1) / 2.
         assert!(
@@ -267,7 +309,7 @@ mod tests {
                     (1099.0f64 / 1000.0).log10() / 3.0,
                     0.5 / 3.0,
                     0.5,
-                    2f64.log10() / 3.0,
+                    factor,
                     0.25,
                     0.5,
                     0.0
@@ -285,7 +327,7 @@ mod tests {
                     (1.9f64).log10() / 3.0,
                     -0.5 / 3.0,
                     0.0,
-                    0.0,
+                    1.0,
                     0.0,
                     0.5,
                     1.0

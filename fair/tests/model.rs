@@ -523,3 +523,50 @@ fn several_workloads_take_turns_and_keep_their_own_windows() {
     let theirs: Vec<_> = alone.iter().map(|t| t.window).collect();
     assert_eq!(mine, theirs);
 }
+
+#[test]
+fn a_fairshare_teacher_plays_fairshare_on_many_users() {
+    use slurp_runtime::core::{Backfill, Order, PolicyKind};
+    let workload = Workload::new(
+        &slurp_sim::generate::generate(&slurp_sim::generate::Family::Small.spec(3000), 2),
+        Machine {
+            nodes: 64,
+            procs_per_node: 1,
+        },
+    );
+    let opts = Options {
+        model: slurp_sim::Model::Slurp,
+        sight: slurp_fair::Sight::V2,
+        min_bsld: 3.0,
+        ..options(5)
+    };
+    let played = rollout::rollout(
+        Player::Teacher(Order::Fairshare),
+        std::slice::from_ref(&workload),
+        &opts,
+    )
+    .unwrap();
+    let mut differs = false;
+    for t in &played {
+        // Windows of 64 jobs: every queued job is shown, so the teacher's
+        // pick is the core's fair-share head.
+        let schedule = |order| {
+            let s = slurp_sim::simulate(
+                &workload,
+                t.window,
+                PolicyKind::new(order, Backfill::None),
+                slurp_sim::Model::Slurp,
+            );
+            slurp_sim::Metrics::of(&workload, &s, slurp_sim::Model::Slurp)
+        };
+        let own = schedule(Order::Fairshare);
+        assert_eq!(
+            t.metrics.worst_user_bounded_slowdown,
+            own.worst_user_bounded_slowdown
+        );
+        assert!(own.users > 1);
+        differs |=
+            own.worst_user_bounded_slowdown != schedule(Order::Fcfs).worst_user_bounded_slowdown;
+    }
+    assert!(differs, "on these windows fairshare is not FCFS");
+}

@@ -46,6 +46,10 @@ fn v2_features_equal_numpys_on_random_queues() {
         let mut standing = Standing::default();
         let mut started = Vec::new();
         let mut ended = Vec::new();
+        // Starts in time order over two weeks (a few half-lives of usage
+        // decay), each ending soon after or still running at `now`.
+        let now: u64 = 2_000_000;
+        let mut clock = 0;
         for _ in 0..rng.random_range(0..60) {
             let (user, wait, est) = (
                 rng.random_range(0..users),
@@ -53,11 +57,14 @@ fn v2_features_equal_numpys_on_random_queues() {
                 rng.random_range(1..200_000u64),
             );
             let c = rng.random_range(1..=cores);
-            standing.started(user, wait, est, c);
-            started.push(serde_json::json!([user, wait, est, c]));
-            if rng.random::<f64>() < 0.4 {
-                standing.ended(user, c);
-                ended.push(serde_json::json!([user, c]));
+            clock += rng.random_range(0..30_000u64);
+            let ms = |s: u64| slurp_runtime::core::Time(s * 1000);
+            standing.started(user, wait, est, c, ms(clock));
+            started.push(serde_json::json!([user, wait, est, c, clock]));
+            let end = clock + rng.random_range(1..50_000u64);
+            if end < now && rng.random::<f64>() < 0.5 {
+                standing.ended(user, c, ms(clock), ms(end));
+                ended.push(serde_json::json!([user, c, clock, end]));
             }
         }
         let len = rng.random_range(0..=128usize);
@@ -70,10 +77,17 @@ fn v2_features_equal_numpys_on_random_queues() {
                 fits: rng.random(),
             })
             .collect();
-        let obs = observe(&shown, (0..len as u32).collect(), cores, &standing);
+        let obs = observe(
+            &shown,
+            (0..len as u32).collect(),
+            cores,
+            &standing,
+            slurp_runtime::core::Time(now * 1000),
+        );
         ours.push(obs.features);
         cases.push(serde_json::json!({
             "cores": cores,
+            "now": now,
             "started": started,
             "ended": ended,
             "shown": shown

@@ -77,6 +77,20 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// A time limit in seconds: `90s`, `10m`, `1h30m`, `2d`, `1:30:00`,
 /// `30:00`, `2-12:00:00`; `0` or `unlimited` mean no limit (`None`).
 pub fn parse_duration(text: &str) -> Result<Option<u64>, String> {
+    let secs = unbounded_duration(text)?;
+    match secs {
+        Some(s) if s > MAX_DURATION => Err(format!(
+            "`{text}` is longer than 100 years, the longest a duration may be"
+        )),
+        _ => Ok(secs),
+    }
+}
+
+/// 100 years, in seconds: the longest limit or grace slurp takes (a clock
+/// plus far more overflows).
+pub const MAX_DURATION: u64 = 100 * 365 * 86_400;
+
+fn unbounded_duration(text: &str) -> Result<Option<u64>, String> {
     if text == "0" || text == "unlimited" {
         return Ok(None);
     }
@@ -136,12 +150,18 @@ fn parse_clock(text: &str) -> Result<u64, String> {
     let parts: Vec<&str> = clock.split(':').collect();
     let numbers: Result<Vec<u64>, _> = parts.iter().map(|p| p.parse::<u64>()).collect();
     let numbers = numbers.map_err(|_| format!("`{text}` is not a clock time like `1:30:00`"))?;
+    let too_long = || format!("`{text}` is too long");
     let seconds = match numbers[..] {
-        [m, s] if s < 60 => m * 60 + s,
-        [h, m, s] if m < 60 && s < 60 => h * 3600 + m * 60 + s,
+        [m, s] if s < 60 => m.checked_mul(60).and_then(|x| x.checked_add(s)),
+        [h, m, s] if m < 60 && s < 60 => {
+            h.checked_mul(3600).and_then(|x| x.checked_add(m * 60 + s))
+        }
         _ => return Err(format!("`{text}` is not a clock time like `1:30:00`")),
-    };
-    Ok(days * 86400 + seconds)
+    }
+    .ok_or_else(too_long)?;
+    days.checked_mul(86400)
+        .and_then(|d| d.checked_add(seconds))
+        .ok_or_else(too_long)
 }
 
 /// Splits `A=1,B=x,y` into `[("A","1"), ("B","x,y")]`: a comma starts a new
@@ -234,6 +254,24 @@ mod tests {
         assert_eq!(did_you_mean("core", KEYS.iter().copied()), Some("cores"));
         assert_eq!(did_you_mean("retry", KEYS.iter().copied()), Some("retries"));
         assert_eq!(did_you_mean("zzz", KEYS.iter().copied()), None);
+    }
+
+    #[test]
+    fn durations_are_bounded() {
+        assert_eq!(parse_duration("1h30m"), Ok(Some(5400)));
+        assert_eq!(parse_duration("36500d"), Ok(Some(36500 * 86400)));
+        for huge in [
+            "110000000000000d",
+            "36501d",
+            "99999999999999:00:00",
+            "9999999999999999-1:00:00",
+        ] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(
+                e.contains("100 years") || e.contains("too long"),
+                "{huge}: {e}"
+            );
+        }
     }
 
     #[test]

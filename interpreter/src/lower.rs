@@ -981,9 +981,12 @@ pub(crate) fn compile_text(
                 }
             }
             _ => {
-                let next = text[i + 1..]
+                // Past the whole character at `i` (it may be several
+                // bytes: `é}`), then to the next brace.
+                let after = i + text[i..].chars().next().map_or(1, char::len_utf8);
+                let next = text[after..]
                     .find(['{', '}'])
-                    .map_or(text.len(), |n| i + 1 + n);
+                    .map_or(text.len(), |n| after + n);
                 lit.push_str(&text[i..next]);
                 i = next;
             }

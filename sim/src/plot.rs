@@ -136,7 +136,10 @@ fn draw_curve(
         .y_desc("reward")
         .y_label_formatter(&|y| format_value(*y))
         .draw()?;
-    chart.draw_series(LineSeries::new(points.iter().copied(), RGBColor(190, 190, 220)))?;
+    chart.draw_series(LineSeries::new(
+        points.iter().copied(),
+        RGBColor(190, 190, 220),
+    ))?;
     let mean: Vec<(f64, f64)> = (0..points.len())
         .map(|i| {
             let from = (i + 1).saturating_sub(smooth);

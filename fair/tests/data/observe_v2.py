@@ -1,8 +1,8 @@
 """The v2 observation computed independently with NumPy, from its definition
 in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
-{"cores": C, "started": [[user, wait, estimate, cores], ...],
- "ended": [[user, cores], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-and writes, for each, the 128 x 9 features as one flat list (JSON).
+{"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
+ "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
+times in seconds, and writes, for each, the 128 x 9 features as one flat list (JSON).
 """
 
 import json
@@ -11,17 +11,38 @@ import sys
 import numpy as np
 
 PADDING = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+HALF_LIFE = 7 * 24 * 3600.0
+
+
+def used(n, start, end, now):
+    """n cores over start..end, each second decayed by 2^(-age / H), at now."""
+    h = HALF_LIFE
+    return n * h / np.log(2) * (2.0 ** (-(now - end) / h) - 2.0 ** (-(now - start) / h))
 
 
 def features(case):
     c = max(case["cores"], 1)
-    means, running = {}, {}
-    for user, wait, est, cores in case["started"]:
+    now = case["now"]
+    means, running, usage, open_runs = {}, {}, {}, {}
+    for user, wait, est, cores, start in case["started"]:
         s = max(1.0, (wait + est) / max(est, 10))
         means.setdefault(user, []).append(s)
         running[user] = running.get(user, 0) + cores
-    for user, cores in case["ended"]:
+        open_runs.setdefault(user, []).append((cores, start))
+    for user, cores, start, end in case["ended"]:
         running[user] = max(0, running.get(user, 0) - cores)
+        open_runs[user].remove((cores, start))
+        usage[user] = usage.get(user, 0.0) + used(cores, start, end, now)
+    for user, runs in open_runs.items():
+        for cores, start in runs:
+            usage[user] = usage.get(user, 0.0) + used(cores, start, now, now)
+    total = sum(usage.values())
+    seen = len(means)
+
+    def factor(user):
+        if total <= 0:
+            return 1.0
+        return 2.0 ** (-(usage.get(user, 0.0) / total) * seen)
     mean = {u: float(np.mean(v)) for u, v in means.items()}
     largest = max(mean.values(), default=0.0)
     shown = np.array(case["shown"], dtype=np.float64).reshape(-1, 5)
@@ -40,7 +61,7 @@ def features(case):
             np.clip(np.log10(slow) / 3, 0, 1),
             np.clip((np.log10(1 + wait[i]) - log_w) / 3, -1, 1),
             0.0 if m is None or largest <= 0 else m / largest,
-            0.0 if m is None else np.clip(np.log10(m) / 3, 0, 1),
+            factor(u),
             min(running.get(u, 0) / c, 1.0),
             np.sum(user == user[i]) / k,
             1.0 if fits[i] else 0.0,

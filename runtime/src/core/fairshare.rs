@@ -59,6 +59,8 @@ pub struct FairShare {
     /// Seconds the scale counts from: scale(t) = 2^((t − origin)/H).
     origin: f64,
     accounts: Vec<Account>,
+    /// All users together (its queue unused): the total a share is of.
+    total: Account,
     index: FnvHashMap<u32, u32>,
     /// Users with queued tasks and nothing running, by (scaled usage,
     /// earliest queued task).
@@ -77,6 +79,7 @@ impl FairShare {
             half_life,
             origin: 0.0,
             accounts: Vec::new(),
+            total: Account::default(),
             index: FnvHashMap::default(),
             idle: BTreeSet::new(),
             active: BTreeSet::new(),
@@ -102,7 +105,10 @@ impl FairShare {
     }
 
     fn scaled_usage(&self, a: u32, t: f64) -> f64 {
-        let acc = &self.accounts[a as usize];
+        self.scaled(&self.accounts[a as usize], t)
+    }
+
+    fn scaled(&self, acc: &Account, t: f64) -> f64 {
         let running = acc.run_cores * self.scale(t) - acc.run_base;
         acc.done + self.integral() * running.max(0.0)
     }
@@ -114,7 +120,7 @@ impl FairShare {
             return;
         }
         let factor = self.scale(t).recip();
-        for acc in &mut self.accounts {
+        for acc in self.accounts.iter_mut().chain([&mut self.total]) {
             acc.done *= factor;
             acc.run_base *= factor;
         }
@@ -178,9 +184,10 @@ impl FairShare {
         self.rebase(t);
         let a = self.account(user);
         let scale = self.scale(t);
-        let acc = &mut self.accounts[a as usize];
-        acc.run_cores += cores as f64;
-        acc.run_base += cores as f64 * scale;
+        for acc in [&mut self.accounts[a as usize], &mut self.total] {
+            acc.run_cores += cores as f64;
+            acc.run_base += cores as f64 * scale;
+        }
         self.place(a);
     }
 
@@ -190,16 +197,17 @@ impl FairShare {
         self.rebase(t);
         let a = self.account(user);
         let (from, to, integral) = (self.scale(s), self.scale(t), self.integral());
-        let acc = &mut self.accounts[a as usize];
         let n = cores as f64;
-        acc.run_cores -= n;
-        acc.run_base -= n * from;
-        if acc.run_cores <= 0.0 {
-            // No drift left behind by the subtractions.
-            acc.run_cores = 0.0;
-            acc.run_base = 0.0;
+        for acc in [&mut self.accounts[a as usize], &mut self.total] {
+            acc.run_cores -= n;
+            acc.run_base -= n * from;
+            if acc.run_cores <= 0.0 {
+                // No drift left behind by the subtractions.
+                acc.run_cores = 0.0;
+                acc.run_base = 0.0;
+            }
+            acc.done += n * integral * (to - from).max(0.0);
         }
-        acc.done += n * integral * (to - from).max(0.0);
         self.place(a);
     }
 
@@ -273,9 +281,7 @@ impl FairShare {
     /// users' decayed usage, S = 1/N (1 when nobody used anything).
     pub fn factor(&self, user: u32, now: super::Time) -> f64 {
         let t = secs(now);
-        let total: f64 = (0..self.accounts.len() as u32)
-            .map(|a| self.scaled_usage(a, t))
-            .sum();
+        let total = self.scaled(&self.total, t);
         let own = match self.index.get(&user) {
             Some(&a) => self.scaled_usage(a, t),
             None => 0.0,
