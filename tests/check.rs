@@ -164,6 +164,9 @@ fn duplicate_task_name_points_at_both() {
             "task `a` is defined twice",
             "first defined here",
             "defined again here",
+            // The mistake is the second definition: the header points there
+            // (issue 22, item 15), as rustc does.
+            "w.slurp:2:6]",
         ]);
 }
 

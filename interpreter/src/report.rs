@@ -152,10 +152,21 @@ pub struct Problem {
 impl Problem {
     fn new(located: Located, sources: &Sources) -> Self {
         let d = located.diagnostic;
+        // The first label is where the diagnostic points (the header's
+        // FILE:LINE:COL), wherever the others are: a task defined twice is
+        // reported at its second definition, the first only labelled.
         let labels = d
             .labels
             .iter()
-            .map(|l| LabeledSpan::new_with_span(Some(l.message.clone()), to_source_span(l.span)))
+            .enumerate()
+            .map(|(i, l)| {
+                let (text, span) = (Some(l.message.clone()), to_source_span(l.span));
+                if i == 0 {
+                    LabeledSpan::new_primary_with_span(text, span)
+                } else {
+                    LabeledSpan::new_with_span(text, span)
+                }
+            })
             .collect();
         let (source, location) = match located.file {
             Some(file) => {
