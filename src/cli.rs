@@ -61,8 +61,10 @@ struct RunArgs {
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare` (the
     /// least-served line or sweep first, Slurm's fair-share factor) alone or
     /// with `+easy` or `+conservative`; or a learned policy choosing the next task,
-    /// `fair` (the model slurp ships, stdlib/policies/MODEL_CARD.md) or
-    /// `fair:MODEL.onnx` (`+easy` to backfill around its choice); a list such
+    /// `fair` (the model slurp ships, stdlib/policies/MODEL_CARD.md: trained
+    /// on one site, it is less fair elsewhere than `fairshare+easy`, the
+    /// fairer choice for users' fairness) or `fair:MODEL.onnx` (`+easy` to
+    /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = "easy")]

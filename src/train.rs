@@ -4,8 +4,8 @@
 //! first part of every trace (the last quarter is kept out), with the
 //! recipe of fair-v2 (`stdlib/policies/MODEL_CARD.md`): the
 //! site-independent observation, slurp's own model, every other episode
-//! backfilled, SJF's choices cloned as a warm start, and the worst user's
-//! bounded slowdown against `fairshare`'s as the reward. Then the kept
+//! backfilled, `fairshare`'s choices cloned as a warm start, and the worst
+//! user's bounded slowdown against `fairshare`'s as the reward. Then the kept
 //! models are ranked on busy training-side windows, the best is written,
 //! and it is judged on the held-out quarter (`slurp policy judge`'s
 //! table).
@@ -62,7 +62,7 @@ pub struct TrainArgs {
     /// Seed of the episodes and of PyTorch
     #[arg(long, value_name = "S", default_value_t = 5)]
     seed: u64,
-    /// Iterations of the warm start (cloning SJF's choices)
+    /// Iterations of the warm start (cloning `fairshare`'s choices)
     #[arg(long, value_name = "N", default_value_t = 1500)]
     clone_iters: u32,
     /// Windows a trace to judge the model on, afterwards
@@ -159,7 +159,7 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
         "--min-bsld",
         "3",
         "--clone",
-        "sjf",
+        "fairshare",
         "--baseline",
         "fairshare",
         "--pi-iters",

@@ -416,3 +416,18 @@ fn a_limit_past_a_century_is_refused_before_anything_runs() {
         .invalid()
         .stderr_has(&["--grace", "longer than 100 years"]);
 }
+
+#[test]
+fn a_nul_byte_is_named_at_its_place_before_anything_runs() {
+    // Issue 22, item 10: it passed `check` and failed at run time.
+    let test = Test::new()
+        .file("n.slurp", "task a: echo a\0b\ntask b: echo c\0\n")
+        .args(&["n.slurp"]);
+    test.run().invalid().stderr_has(&[
+        "slurp::nul_byte",
+        "holds 2 NUL bytes",
+        "n.slurp:1:15",
+        "a NUL byte",
+    ]);
+    assert!(!test.path().join(".slurp").exists(), "nothing ran");
+}

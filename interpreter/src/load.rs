@@ -122,7 +122,29 @@ pub(crate) fn read_file(
         return None;
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Some(sources.add(absolute, display, Arc::from(text))),
+        Ok(text) => {
+            let nul = text.find('\0');
+            let count = nul.map_or(0, |_| text.bytes().filter(|&b| b == 0).count());
+            let id = sources.add(absolute, display.clone(), Arc::from(text));
+            // An argument cannot hold a NUL byte (exec would refuse it at
+            // run time): said at the first, before anything runs.
+            if let Some(at) = nul {
+                diags.push(Located {
+                    file: Some(id),
+                    diagnostic: Diagnostic::new(
+                        "slurp::nul_byte",
+                        if count == 1 {
+                            format!("`{display}` holds a NUL byte")
+                        } else {
+                            format!("`{display}` holds {count} NUL bytes")
+                        },
+                    )
+                    .label(Span::new(at, at + 1), "a NUL byte")
+                    .help("commands and values cannot hold a NUL byte; is this a binary file?"),
+                });
+            }
+            Some(id)
+        }
         Err(error) => {
             let valid = error.utf8_error().valid_up_to();
             let bad_len = error.utf8_error().error_len().unwrap_or(1);
