@@ -186,7 +186,8 @@ enum Command {
     /// Replay a workload trace (SWF) under several policies on a virtual
     /// clock and compare waits, slowdowns, utilisation and fairness
     Sim(crate::sim::SimArgs),
-    /// The learned `fair` policy: rollouts for its trainer
+    /// Learned policies: judge one against the heuristics, train one on a
+    /// site's traces, generate workloads, play rollouts for the trainer
     #[command(subcommand)]
     Policy(crate::policy::PolicyCommand),
     /// Show the resources this instance owns (detected, or as overridden)

@@ -1,5 +1,6 @@
-//! `slurp policy …`: tools for the learned `fair` policy — rollouts that
-//! feed its trainer (`fair/trainer/`).
+//! `slurp policy …`: tools for learned policies — `judge` (a model against
+//! the heuristics), `generate` (synthetic multi-user workloads), `rollout`
+//! (episodes for the trainer, `fair/trainer/`); `train` is `train.rs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

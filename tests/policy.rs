@@ -654,3 +654,36 @@ task s time=1m: echo s >> order
     let order = std::fs::read_to_string(test.path().join("order")).unwrap();
     assert_eq!(order.lines().collect::<Vec<_>>(), ["s", "l1", "l2"]);
 }
+
+#[test]
+fn off_its_site_the_shipped_model_is_less_fair_than_fairshare_easy() {
+    // What README, --help and the card tell users: on a workload fair-v1
+    // never saw, `fairshare+easy` leaves the worst user better off than
+    // `fair+easy`, in both simulation models.
+    let run = Test::new()
+        .args(&[
+            "policy", "judge", "fair", "gen:large:5:4000", "--samples", "5", "--len", "512",
+            "--json",
+        ])
+        .run()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let mut checked = 0;
+    for cell in doc["cells"].as_array().unwrap() {
+        if cell["backfill"] != true {
+            continue;
+        }
+        let fairshare = cell["rivals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["policy"] == "fairshare+easy")
+            .unwrap()["worst_user_bounded_slowdown"]
+            .as_f64()
+            .unwrap();
+        let fair = cell["learned"]["worst_user_bounded_slowdown"].as_f64().unwrap();
+        assert!(fairshare < 0.9 * fair, "{}: fairshare+easy {fairshare}, fair+easy {fair}", cell["model"]);
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
