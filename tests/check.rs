@@ -431,3 +431,14 @@ fn a_nul_byte_is_named_at_its_place_before_anything_runs() {
     ]);
     assert!(!test.path().join(".slurp").exists(), "nothing ran");
 }
+
+#[test]
+fn a_mistake_on_a_very_long_line_is_placed_in_words() {
+    // Issue 22, item 6: miette panicked drawing a label past column 65,535.
+    let line = format!("echo {} 'x\n", "a".repeat(70_000));
+    check(&[("long.slurp", &line)]).invalid().stderr_has(&[
+        "slurp::unbalanced_quote",
+        "at long.slurp:1:70007",
+        "too long to show",
+    ]);
+}

@@ -662,7 +662,14 @@ fn off_its_site_the_shipped_model_is_less_fair_than_fairshare_easy() {
     // `fair+easy`, in both simulation models.
     let run = Test::new()
         .args(&[
-            "policy", "judge", "fair", "gen:large:5:4000", "--samples", "5", "--len", "512",
+            "policy",
+            "judge",
+            "fair",
+            "gen:large:5:4000",
+            "--samples",
+            "5",
+            "--len",
+            "512",
             "--json",
         ])
         .run()
@@ -681,8 +688,14 @@ fn off_its_site_the_shipped_model_is_less_fair_than_fairshare_easy() {
             .unwrap()["worst_user_bounded_slowdown"]
             .as_f64()
             .unwrap();
-        let fair = cell["learned"]["worst_user_bounded_slowdown"].as_f64().unwrap();
-        assert!(fairshare < 0.9 * fair, "{}: fairshare+easy {fairshare}, fair+easy {fair}", cell["model"]);
+        let fair = cell["learned"]["worst_user_bounded_slowdown"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            fairshare < 0.9 * fair,
+            "{}: fairshare+easy {fairshare}, fair+easy {fair}",
+            cell["model"]
+        );
         checked += 1;
     }
     assert_eq!(checked, 2);

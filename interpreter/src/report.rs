@@ -168,30 +168,64 @@ impl Problem {
                 }
             })
             .collect();
+        let mut message = d.message.clone();
+        let mut labels = labels;
         let (source, location) = match located.file {
             Some(file) => {
                 let f = sources.get(file);
                 let line = d
                     .primary_span()
                     .map_or(1, |s| sources.line_of(file, s.start));
-                (
-                    Some(
-                        NamedSource::new(f.display.clone(), f.text.clone()).with_language("slurp"),
+                // A line too long to draw (miette's columns stop at 65,535,
+                // and no terminal shows such a line): the place in words.
+                let longest = d
+                    .labels
+                    .iter()
+                    .map(|l| line_around(&f.text, l.span.start as usize))
+                    .max_by_key(|r| r.len());
+                match (longest, d.primary_span()) {
+                    (Some(long), Some(at)) if long.len() > MAX_SHOWN_LINE => {
+                        let start = line_around(&f.text, at.start as usize).start;
+                        message = format!(
+                            "{message} (at {}:{line}:{}; the line is {} bytes long, too long to show)",
+                            f.display,
+                            at.start as usize - start + 1,
+                            long.len()
+                        );
+                        labels = Vec::new();
+                        (None, Some((f.display.clone(), line)))
+                    }
+                    _ => (
+                        Some(
+                            NamedSource::new(f.display.clone(), f.text.clone())
+                                .with_language("slurp"),
+                        ),
+                        Some((f.display.clone(), line)),
                     ),
-                    Some((f.display.clone(), line)),
-                )
+                }
             }
             None => (None, None),
         };
         Problem {
             code: d.code,
-            message: d.message,
+            message,
             help: d.help,
             location,
             labels,
             source,
         }
     }
+}
+
+/// The longest line a diagnostic draws with its source.
+const MAX_SHOWN_LINE: usize = 10_000;
+
+/// The byte range of the line holding `at` (without its newline).
+fn line_around(text: &str, at: usize) -> std::ops::Range<usize> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    start..end
 }
 
 fn to_source_span(span: Span) -> SourceSpan {
