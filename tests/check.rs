@@ -442,3 +442,73 @@ fn a_mistake_on_a_very_long_line_is_placed_in_words() {
         "too long to show",
     ]);
 }
+
+#[test]
+fn an_include_chain_too_deep_is_a_diagnostic() {
+    // Issue 22, item 7: a chain 5,000 deep exhausted the parser's stack and
+    // panicked.
+    let mut test = Test::new();
+    for i in 0..400 {
+        test = test.file(
+            &format!("f{i}.slurp"),
+            format!("include \"f{}.slurp\"\n", i + 1),
+        );
+    }
+    test = test
+        .file("f400.slurp", "echo end\n")
+        .args(&["check", "f0.slurp"]);
+    test.run().invalid().stderr_has(&[
+        "slurp::include_depth",
+        "deeper than 256 files",
+        "f255.slurp:1:9",
+    ]);
+}
+
+#[test]
+fn devices_directories_and_included_fifos_are_refused_before_reading() {
+    // Issue 22, item 9: `include /dev/zero` read gigabytes, an included
+    // FIFO blocked for good.
+    let test = Test::new().file(
+        "w.slurp",
+        "include \"/dev/zero\"\ninclude \"ff\"\ninclude \"sub\"\n",
+    );
+    std::fs::create_dir(test.path().join("sub")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(test.path().join("ff"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    test.args(&["check", "w.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&[
+            "slurp::not_a_file",
+            "`/dev/zero` is not a regular file",
+            "`ff` is not a regular file",
+            "`sub` is a directory",
+            "w.slurp:2:9",
+        ]);
+    Test::new()
+        .args(&["check", "/dev/zero"])
+        .run()
+        .invalid()
+        .stderr_has(&["`/dev/zero` is not a regular file"]);
+}
+
+#[test]
+fn a_workflow_from_a_pipe_still_runs() {
+    // `slurp <(generate)`: the workflow itself may be a FIFO, as standard
+    // input may (only included FIFOs are refused).
+    let test = Test::new().args(&["--cores", "1", "w.fifo"]);
+    let fifo = test.path().join("w.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let writer = std::thread::spawn(move || std::fs::write(fifo, "echo piped\n").unwrap());
+    test.run().success().stdout_has(&["piped"]);
+    writer.join().unwrap();
+}

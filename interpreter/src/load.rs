@@ -59,6 +59,10 @@ pub(crate) struct SourcedAttr {
     pub from_defaults: bool,
 }
 
+/// How deep includes may nest: far past any real workflow, and well before
+/// the parser's stack runs out (a chain of 5,000 once did).
+pub(crate) const MAX_INCLUDE_DEPTH: usize = 256;
+
 /// Reads a file into `sources`, reporting a missing or unreadable file at
 /// `origin` (the include or nested line that named it).
 pub(crate) fn read_file(
@@ -78,6 +82,37 @@ pub(crate) fn read_file(
         return Some(id);
     }
     let display = display_path(&absolute, cwd);
+    // Only regular files — and, for the workflow itself, a pipe (`slurp
+    // <(generate)`, as standard input): a device (`/dev/zero`) never ends,
+    // and an included FIFO would wait for a writer for good.
+    let kind = (!stdin)
+        .then(|| std::fs::metadata(&absolute).ok())
+        .flatten()
+        .map(|m| m.file_type());
+    let pipe = |k: &std::fs::FileType| {
+        use std::os::unix::fs::FileTypeExt;
+        k.is_fifo()
+    };
+    if let Some(kind) = kind
+        && !kind.is_file()
+        && !(origin.is_none() && pipe(&kind))
+    {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a device, FIFO or socket)"
+        };
+        let mut d = Diagnostic::new("slurp::not_a_file", format!("`{display}` is {what}"))
+            .help("name a workflow file; `-` reads one from standard input");
+        if let Some((_, span)) = origin {
+            d = d.label(span, "named here");
+        }
+        diags.push(Located {
+            file: origin.map(|(f, _)| f),
+            diagnostic: d,
+        });
+        return None;
+    }
     let bytes = if stdin {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
@@ -333,6 +368,18 @@ impl Collector {
                 )
                 .label(span, "includes a file that is already being included")
                 .help("an included file may not include itself, directly or through others"),
+            });
+            return;
+        }
+        if self.include_stack.len() >= MAX_INCLUDE_DEPTH {
+            sink.diags().push(Located {
+                file: Some(file),
+                diagnostic: Diagnostic::new(
+                    "slurp::include_depth",
+                    format!("includes nest deeper than {MAX_INCLUDE_DEPTH} files"),
+                )
+                .label(span, "this include is one too deep")
+                .help("flatten the chain: include the files from one that lists them"),
             });
             return;
         }
