@@ -445,3 +445,28 @@ fn status_colours_states_on_a_terminal_only() {
     let (plain, _) = common::on_terminal(&test, &["status"], &[("NO_COLOR", "1")]);
     assert!(!plain.contains('\x1b'), "NO_COLOR: {plain:?}");
 }
+
+#[test]
+fn a_run_directory_and_its_copies_are_the_users_alone() {
+    // Issue 22, item 13: a 0600 workflow holding a token was copied 0644.
+    use std::os::unix::fs::PermissionsExt;
+    let test = Test::new()
+        .file("w.slurp", "task a env=TOKEN=secret: true\n")
+        .args(&["-q", "w.slurp"]);
+    std::fs::set_permissions(
+        test.path().join("w.slurp"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    test.run().success();
+    let run = std::fs::read_dir(test.path().join(".slurp/runs"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&run), 0o700);
+    assert_eq!(mode(&run.join("files/0-w.slurp")), 0o600);
+    assert_eq!(mode(&run.join("events.jsonl")), 0o600);
+}

@@ -148,16 +148,35 @@ impl Journal {
         header: Header,
         files: &[(String, &str)],
     ) -> io::Result<Journal> {
-        std::fs::create_dir_all(run_dir.join("files"))?;
+        // The run is its user's alone: workflow files may hold secrets
+        // (`env=TOKEN=…` in a 0600 file), so the directory is 0700 and the
+        // copies and the log 0600, whatever the umask.
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(run_dir.join("files"))?;
+        // It may exist already (its output directory is made first).
+        std::fs::set_permissions(run_dir, std::fs::Permissions::from_mode(0o700))?;
+        let private = |path: &Path| {
+            std::fs::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .mode(0o600)
+                .open(path)
+        };
         for (i, (name, text)) in files.iter().enumerate() {
             let base = Path::new(name)
                 .file_name()
                 .map_or_else(|| "stdin".into(), |n| n.to_string_lossy().into_owned());
-            std::fs::write(run_dir.join("files").join(format!("{i}-{base}")), text)?;
+            let mut copy = private(&run_dir.join("files").join(format!("{i}-{base}")))?;
+            copy.write_all(text.as_bytes())?;
         }
         let file = std::fs::OpenOptions::new()
             .create_new(true)
             .append(true)
+            .mode(0o600)
             .open(run_dir.join("events.jsonl"))?;
         let mut journal = Journal {
             file,
