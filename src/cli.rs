@@ -842,12 +842,17 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
                 .replace('/', "_"),
             std::process::id()
         )),
+        // Without a journal nothing is made here unless a task's output
+        // is kept (`--output files` makes `out/` when it writes).
+        None if args.no_journal => opts.cwd.join(".slurp").join("runs").join(run_id()),
         None => match slurp_runtime::journal::open_store(&opts.cwd)? {
             Ok(store) => store.join("runs").join(run_id()),
             Err(mismatch) => return usage(format!("{mismatch}")),
         },
     };
-    std::fs::create_dir_all(&run_dir)?;
+    if !args.no_journal {
+        std::fs::create_dir_all(&run_dir)?;
+    }
     let allocation = match args.instance.allocation() {
         Ok(allocation) => allocation,
         Err(why) => {

@@ -202,16 +202,12 @@ fn a_store_written_by_another_format_is_refused_before_anything_runs() {
 
 #[test]
 fn no_journal_leaves_no_run_behind() {
-    let test = Test::new().file("w.slurp", "true\n");
+    // Not even an empty run directory (issue 22, item 14: there was one).
+    let test = Test::new().file("w.slurp", "echo hi\n");
     let dir = test.path().to_path_buf();
-    let test = test.args(&["--no-journal", "w.slurp"]);
-    test.run().success();
-    let runs: Vec<_> = std::fs::read_dir(dir.join(".slurp/runs"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("events.jsonl").exists())
-        .collect();
-    assert!(runs.is_empty());
+    let test = test.args(&["-q", "--no-journal", "w.slurp"]);
+    test.run().success().stdout_has(&["hi"]);
+    assert!(!dir.join(".slurp").exists(), "a .slurp/ was made");
 }
 
 fn run_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
