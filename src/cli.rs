@@ -344,7 +344,12 @@ fn load(file: &Path, opts: &Options) -> Result<Loaded, ExitCode> {
     })
 }
 
-/// Prints every diagnostic, then one line saying how many.
+/// Diagnostics drawn in full; the rest of a file's are counted.
+const SHOWN_DIAGNOSTICS: usize = 50;
+
+/// Prints the first diagnostics (every one, up to [`SHOWN_DIAGNOSTICS`]),
+/// then one line saying how many there are: a file that is no workflow at
+/// all (a CSV checked by mistake) gets a page, not a flood.
 fn report(failure: &Failure) {
     let color = io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let theme = if color {
@@ -354,9 +359,15 @@ fn report(failure: &Failure) {
     };
     let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
     let mut out = String::new();
-    for problem in &failure.problems {
+    for problem in failure.problems.iter().take(SHOWN_DIAGNOSTICS) {
         let _ = handler.render_report(&mut out, problem);
         out.push('\n');
+    }
+    let hidden = failure.problems.len().saturating_sub(SHOWN_DIAGNOSTICS);
+    if hidden > 0 {
+        out.push_str(&format!(
+            "… and {hidden} more (the first {SHOWN_DIAGNOSTICS} are above, in file order)\n"
+        ));
     }
     out.push_str(&format!("error: {failure}\n"));
     let _ = io::stderr().write_all(out.as_bytes());

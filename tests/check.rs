@@ -512,3 +512,25 @@ fn a_workflow_from_a_pipe_still_runs() {
     test.run().success().stdout_has(&["piped"]);
     writer.join().unwrap();
 }
+
+#[test]
+fn a_file_of_thousands_of_mistakes_shows_the_first_fifty_and_counts_the_rest() {
+    // Issue 22, item 8: a CSV checked by mistake printed every diagnostic
+    // (and found their lines by rescanning the file each time).
+    let csv: String = (0..4000)
+        .map(|i| format!("{i},{},\"x y\",3.5\n", i * 2))
+        .collect();
+    let run = check(&[("data.csv", &csv)]).invalid();
+    assert_eq!(
+        run.stderr.matches("slurp::").count(),
+        50,
+        "{}",
+        &run.stderr[..2000]
+    );
+    let run = run.stderr_has(&["… and 11950 more", "12000 errors"]);
+    assert!(
+        run.stderr.len() < 100_000,
+        "{} bytes of diagnostics",
+        run.stderr.len()
+    );
+}

@@ -21,6 +21,9 @@ pub struct SourceFile {
     /// when below it).
     pub display: String,
     pub text: Arc<str>,
+    /// Byte offsets where its lines start, found when first asked for
+    /// (diagnostics are many only in files that are no workflow at all).
+    lines: std::sync::OnceLock<Vec<u32>>,
 }
 
 /// Every file read so far, by [`FileId`].
@@ -35,6 +38,7 @@ impl Sources {
             path,
             display,
             text,
+            lines: std::sync::OnceLock::new(),
         });
         FileId(self.files.len() as u32 - 1)
     }
@@ -64,13 +68,20 @@ impl Sources {
 
     /// The 1-based line of a byte offset.
     pub fn line_of(&self, file: FileId, offset: u32) -> u32 {
-        let text = &self.get(file).text;
-        let end = (offset as usize).min(text.len());
-        text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count() as u32
-            + 1
+        let f = self.get(file);
+        let starts = f.lines.get_or_init(|| {
+            std::iter::once(0)
+                .chain(
+                    f.text
+                        .bytes()
+                        .enumerate()
+                        .filter(|&(_, b)| b == b'\n')
+                        .map(|(i, _)| i as u32 + 1),
+                )
+                .collect()
+        });
+        // Lines starting at or before the offset.
+        starts.partition_point(|&s| s <= offset) as u32
     }
 }
 
