@@ -128,7 +128,7 @@ pub fn cells(
     Ok(out)
 }
 
-/// The model's greedy schedule of every window, two threads at a time.
+/// The model's greedy schedule of every window, on all cores.
 fn replay_all(
     net: &Arc<Model>,
     workload: &Workload,
@@ -145,34 +145,7 @@ fn replay_all(
             .map(|s| Metrics::of(workload, &s, model))
             .map_err(|e| e.to_string())
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(windows.len().max(1));
-    let chunks: Vec<Vec<Result<Metrics, String>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|k| {
-                let one = &one;
-                s.spawn(move || {
-                    (k..windows.len())
-                        .step_by(threads)
-                        .map(|i| one(windows[i]))
-                        .collect()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    // Back in window order: chunk k holds windows k, k + threads, ….
-    let mut out = Vec::with_capacity(windows.len());
-    let mut iters: Vec<_> = chunks.into_iter().map(|c| c.into_iter()).collect();
-    for i in 0..windows.len() {
-        match iters[i % threads].next() {
-            Some(r) => out.push(r?),
-            None => unreachable!("every window was replayed"),
-        }
-    }
-    Ok(out)
+    crate::rollout::in_parallel(windows.len(), |i| one(windows[i]))
+        .into_iter()
+        .collect()
 }

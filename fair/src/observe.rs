@@ -80,6 +80,21 @@ pub struct Observation {
     pub jobs: Vec<u32>,
 }
 
+impl Observation {
+    /// The real slots' `features` and `mask`, padding rows after them to
+    /// the 128 slots.
+    pub(crate) fn padded(mut features: Vec<f32>, mask: Vec<f32>, jobs: Vec<u32>) -> Observation {
+        for _ in jobs.len()..SLOTS {
+            features.extend_from_slice(&PADDING);
+        }
+        Observation {
+            features,
+            mask,
+            jobs,
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Score {
     sum: f64,
@@ -256,14 +271,7 @@ pub fn observe_slots(
         ]);
         mask[slot] = 1.0;
     }
-    for _ in jobs.len()..SLOTS {
-        features.extend_from_slice(&PADDING);
-    }
-    Observation {
-        features,
-        mask,
-        jobs,
-    }
+    Observation::padded(features, mask, jobs)
 }
 
 #[cfg(test)]

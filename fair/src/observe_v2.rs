@@ -36,7 +36,7 @@ use fnv::FnvHashMap;
 use slurp_runtime::core::{FairShare, HALF_LIFE, Time};
 use slurp_sim::reference::Decision;
 
-use crate::observe::{FEATURES, Observation, PADDING, SLOTS, slots};
+use crate::observe::{FEATURES, Observation, SLOTS, slots};
 
 /// One shown job, as the observation needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -249,19 +249,13 @@ pub fn observe(
         ]);
         mask[slot] = 1.0;
     }
-    for _ in shown.len()..SLOTS {
-        features.extend_from_slice(&PADDING);
-    }
-    Observation {
-        features,
-        mask,
-        jobs,
-    }
+    Observation::padded(features, mask, jobs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::PADDING;
 
     #[test]
     fn features_of_a_small_queue() {

@@ -407,51 +407,59 @@ pub fn rollout(
             Player::Teacher(_) => Normalisers::of(w),
         })
         .collect();
+    let played = in_parallel(jobs.len(), |i| {
+        let rng = (!opts.greedy).then(|| {
+            ChaCha8Rng::seed_from_u64(
+                opts.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            )
+        });
+        let (w, window) = jobs[i];
+        let own;
+        let opts = if opts.mixed {
+            own = Options {
+                backfill: i % 2 == 1,
+                ..opts.clone()
+            };
+            &own
+        } else {
+            opts
+        };
+        episode(player, &norms[w], &workloads[w], window, opts, rng)
+            .map(|t| Trajectory { workload: w, ..t })
+    });
+    played
+        .into_iter()
+        .map(|t| t.map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// `f(0)`, …, `f(n − 1)` on all cores (item `i` on thread `i mod
+/// threads`), in order.
+pub(crate) fn in_parallel<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len().max(1));
-    let results: Vec<Vec<(usize, Result<Trajectory, ModelError>)>> = std::thread::scope(|s| {
+        .map_or(1, |t| t.get())
+        .min(n.max(1));
+    let mut chunks: Vec<std::vec::IntoIter<R>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {
-                let (jobs, norms) = (&jobs, &norms);
-                s.spawn(move || {
-                    (k..jobs.len())
-                        .step_by(threads)
-                        .map(|i| {
-                            let rng = (!opts.greedy).then(|| {
-                                ChaCha8Rng::seed_from_u64(
-                                    opts.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                                )
-                            });
-                            let (w, window) = jobs[i];
-                            let own;
-                            let opts = if opts.mixed {
-                                own = Options {
-                                    backfill: i % 2 == 1,
-                                    ..opts.clone()
-                                };
-                                &own
-                            } else {
-                                opts
-                            };
-                            let played =
-                                episode(player, &norms[w], &workloads[w], window, opts, rng);
-                            (i, played.map(|t| Trajectory { workload: w, ..t }))
-                        })
-                        .collect()
-                })
+                let f = &f;
+                s.spawn(move || (k..n).step_by(threads).map(f).collect::<Vec<R>>())
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                    .into_iter()
+            })
             .collect()
     });
-    let mut all: Vec<(usize, Result<Trajectory, ModelError>)> =
-        results.into_iter().flatten().collect();
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter()
-        .map(|(_, t)| t.map_err(|e| e.to_string()))
+    (0..n)
+        .map(|i| match chunks[i % threads].next() {
+            Some(r) => r,
+            None => unreachable!("thread {} computed item {i}", i % threads),
+        })
         .collect()
 }
 
