@@ -77,7 +77,7 @@ pub struct GenerateArgs {
     /// 32, load 1), `quiet` (1,024, 64, 0.4)
     #[arg(value_name = "FAMILY")]
     family: String,
-    /// Seed: the same family and seed give the same trace everywhere
+    /// Seed: the same family and seed give the same trace
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
     /// Jobs to generate

@@ -1,7 +1,8 @@
 //! Synthetic multi-user workloads: Lublin and Feitelson's model of job
 //! sizes and run times (JPDC 2003) with users of different habits, a daily
 //! arrival cycle and a chosen load, on a machine of a chosen size. Seeded:
-//! the same spec and seed give the same trace everywhere.
+//! the same spec and seed give the same trace (ChaCha8 draws; the floating-point
+//! functions are the platform's, so another libm could move a rounding).
 //!
 //! - **Sizes**: a serial job with probability 0.24; otherwise log2 of the
 //!   size is drawn from a two-stage uniform (0.86 of it between 0.8 and
