@@ -24,9 +24,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
-use slurp_runtime::core::{
-    Chooser, FairShare, HALF_LIFE, Order, PolicyKind, Queue, Time, float_key,
-};
+use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time, float_key};
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
@@ -58,12 +56,11 @@ impl Who {
 pub struct Learned {
     who: Who,
     norm: Normalisers,
-    /// v2's standing of the users (kept for v1 models too: it is cheap).
+    /// v2's standing of the users, also what a `fairshare` teacher ranks
+    /// by (kept for v1 models too: it is cheap).
     standing: Standing,
     /// The decisions, when recording an episode for the trainer.
     pub steps: Option<Vec<Step>>,
-    /// The users' usage, when the teacher is `fairshare`.
-    shares: Option<FairShare>,
     jobs: Vec<SimJob>,
     machine: Machine,
     starts: Vec<u64>,
@@ -184,8 +181,6 @@ impl Learned {
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
         Learned {
-            shares: matches!(who, Who::Teacher(Order::Fairshare, _))
-                .then(|| FairShare::new(HALF_LIFE)),
             who,
             norm,
             standing: Standing::default(),
@@ -210,18 +205,10 @@ impl Learned {
 
 impl Learned {
     fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>) -> Observation {
+        // One-core nodes: fitting the free nodes is fitting the free cores.
         let shown: Vec<Shown> = slots
             .iter()
-            .map(|&j| {
-                let job = &self.jobs[j as usize];
-                Shown {
-                    cores: job.procs.into(),
-                    estimate: job.estimate,
-                    wait: d.now.saturating_sub(job.submit),
-                    user: job.user,
-                    fits: u64::from(job.procs) <= u64::from(d.free_nodes),
-                }
-            })
+            .map(|&j| Shown::of(&self.jobs[j as usize], d.now, d.fits(j)))
             .collect();
         observe_v2::observe(
             &shown,
@@ -312,13 +299,15 @@ impl Chooser for Learned {
                 .map(|logits| choose(&logits, self.rng.as_mut())),
             Who::Teacher(order, _) => {
                 let now = decision.now;
+                // `fairshare` ranks users by the usage v2's standing keeps.
                 let key = |j: u32| {
                     let job = &self.jobs[j as usize];
-                    match &self.shares {
-                        Some(shares) => {
-                            (float_key(shares.usage(job.account(), Time(now * 1000))), 0)
-                        }
-                        None => reference::key(*order, job, now),
+                    match order {
+                        Order::Fairshare => (
+                            float_key(self.standing.usage(job.user, Time(now * 1000))),
+                            0,
+                        ),
+                        _ => reference::key(*order, job, now),
                     }
                 };
                 let slot = (0..obs.jobs.len())
@@ -362,9 +351,6 @@ impl Chooser for Learned {
                 job.procs.into(),
                 now,
             );
-            if let Some(shares) = &mut self.shares {
-                shares.started(job.account(), job.procs, now);
-            }
         }
     }
 
@@ -372,9 +358,6 @@ impl Chooser for Learned {
         if let Some(job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
             self.standing.ended(job.user, job.procs.into(), start, now);
-            if let Some(shares) = &mut self.shares {
-                shares.ended(job.account(), job.procs, start, now);
-            }
         }
     }
 

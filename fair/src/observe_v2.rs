@@ -127,6 +127,24 @@ impl Standing {
     fn user(&self, user: i64) -> User {
         self.users.get(&user).copied().unwrap_or_default()
     }
+
+    /// `user`'s decayed usage at `now` (what `fairshare` ranks by).
+    pub fn usage(&self, user: i64, now: Time) -> f64 {
+        self.shares.usage(account(user), now)
+    }
+}
+
+impl Shown {
+    /// `job` at `now`, `fits` or not.
+    pub fn of(job: &slurp_sim::SimJob, now: u64, fits: bool) -> Shown {
+        Shown {
+            cores: job.procs.into(),
+            estimate: job.estimate,
+            wait: now.saturating_sub(job.submit),
+            user: job.user,
+            fits,
+        }
+    }
 }
 
 /// The standing kept across the decisions of one reference-model episode:
@@ -168,16 +186,7 @@ impl Follow {
         let jobs = slots(d);
         let shown: Vec<Shown> = jobs
             .iter()
-            .map(|&j| {
-                let job = &d.jobs[j as usize];
-                Shown {
-                    cores: job.procs.into(),
-                    estimate: job.estimate,
-                    wait: d.now.saturating_sub(job.submit),
-                    user: job.user,
-                    fits: d.fits(j),
-                }
-            })
+            .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
             .collect();
         observe(
             &shown,
@@ -226,6 +235,7 @@ pub fn observe(
     let (log_r, log_w) = (sum_r / k, sum_w / k);
     let c = cores.max(1) as f64;
     let largest = standing.largest;
+    let shares = standing.shares.at(now);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
@@ -235,7 +245,7 @@ pub fn observe(
         } else {
             0.0
         };
-        let factor = standing.shares.factor(account(s.user), now) as f32;
+        let factor = shares.factor(account(s.user)) as f32;
         features.extend_from_slice(&[
             clip(s.cores as f64 / c, 0.0, 1.0),
             clip((lr - log_r) / 2.0, -1.0, 1.0),

@@ -109,7 +109,13 @@ impl FairShare {
     }
 
     fn scaled(&self, acc: &Account, t: f64) -> f64 {
-        let running = acc.run_cores * self.scale(t) - acc.run_base;
+        self.scaled_at(acc, self.scale(t))
+    }
+
+    /// `acc`'s scaled usage where the scale is `scale` (one `exp2` a
+    /// decision, however many users are asked about).
+    fn scaled_at(&self, acc: &Account, scale: f64) -> f64 {
+        let running = acc.run_cores * scale - acc.run_base;
         acc.done + self.integral() * running.max(0.0)
     }
 
@@ -271,25 +277,55 @@ impl FairShare {
 
     /// `user`'s decayed usage at `now`, core-seconds.
     pub fn usage(&self, user: u32, now: super::Time) -> f64 {
-        match self.index.get(&user) {
-            Some(&a) => self.scaled_usage(a, secs(now)) / self.scale(secs(now)),
-            None => 0.0,
-        }
+        self.at(now).usage(user)
     }
 
     /// `user`'s fair-share factor at `now`: 2^(−U/S), U its share of all
     /// users' decayed usage, S = 1/N (1 when nobody used anything).
     pub fn factor(&self, user: u32, now: super::Time) -> f64 {
-        let t = secs(now);
-        let total = self.scaled(&self.total, t);
-        let own = match self.index.get(&user) {
-            Some(&a) => self.scaled_usage(a, t),
-            None => 0.0,
-        };
-        if total <= 0.0 {
+        self.at(now).factor(user)
+    }
+
+    /// The users' usage at `now`, to ask about many users at once.
+    pub fn at(&self, now: super::Time) -> Snapshot<'_> {
+        let scale = self.scale(secs(now));
+        Snapshot {
+            shares: self,
+            scale,
+            total: self.scaled_at(&self.total, scale),
+        }
+    }
+}
+
+/// [`FairShare`] at one instant: the scale and the total reckoned once.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    shares: &'a FairShare,
+    scale: f64,
+    total: f64,
+}
+
+impl Snapshot<'_> {
+    /// `user`'s decayed usage, core-seconds.
+    pub fn usage(&self, user: u32) -> f64 {
+        self.scaled(user) / self.scale
+    }
+
+    /// `user`'s fair-share factor, 2^(−U/S).
+    pub fn factor(&self, user: u32) -> f64 {
+        if self.total <= 0.0 {
             return 1.0;
         }
-        let share = 1.0 / self.users().max(1) as f64;
-        (-(own / total) / share).exp2()
+        let share = 1.0 / self.shares.users().max(1) as f64;
+        (-(self.scaled(user) / self.total) / share).exp2()
+    }
+
+    fn scaled(&self, user: u32) -> f64 {
+        match self.shares.index.get(&user) {
+            Some(&a) => self
+                .shares
+                .scaled_at(&self.shares.accounts[a as usize], self.scale),
+            None => 0.0,
+        }
     }
 }

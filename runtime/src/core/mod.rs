@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use classes::Classes;
 pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
-pub use fairshare::{FairShare, HALF_LIFE};
+pub use fairshare::{FairShare, HALF_LIFE, Snapshot};
 use kinetic::Tournament;
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy, float_key};
 
