@@ -265,6 +265,12 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     if args.samples == 0 || args.len == 0 {
         return Ok(usage("--samples and --len: at least 1"));
     }
+    if !args.min_bsld.is_finite() {
+        return Ok(usage(format!(
+            "--min-bsld {}: give a number, such as 3",
+            args.min_bsld
+        )));
+    }
     let mut cells: Vec<Cell> = Vec::new();
     for path in &args.traces {
         let workload = match workload(path) {

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use slurp_fair::Model;
-use slurp_runtime::core::{Backfill, Order, PolicyKind};
+use slurp_fair::judge;
+use slurp_sim::Window;
 use slurp_sim::window::Draw;
-use slurp_sim::{Metrics, Summary, Window};
 
 /// The trainer's files, as the repository has them.
 const TRAINER: [(&str, &str); 3] = [
@@ -100,9 +100,9 @@ fn missing_modules(python: &Path) -> Result<Vec<String>, String> {
 }
 
 pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
-    if args.hold_out >= 100 {
+    if !(1..100).contains(&args.hold_out) {
         return usage(format!(
-            "--hold-out {}: give a share below 100",
+            "--hold-out {}: give a share from 1 to 99 (the model is judged on it)",
             args.hold_out
         ));
     }
@@ -247,47 +247,34 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             .unwrap_or_default()
         })
         .collect();
-    let rivals: Vec<f64> = workloads
-        .iter()
-        .zip(&choose_on)
-        .map(|(w, windows)| {
-            let policy = PolicyKind::new(Order::Fairshare, Backfill::None);
-            let runs: Vec<Metrics> = windows
-                .iter()
-                .map(|&win| {
-                    Metrics::of(
-                        w,
-                        &slurp_sim::simulate(w, win, policy, slurp_sim::Model::Slurp),
-                        slurp_sim::Model::Slurp,
-                    )
-                })
-                .collect();
-            Summary::of(&runs).worst_user_bounded_slowdown.max(1.0)
-        })
-        .collect();
-    let mut best: Option<(f64, PathBuf)> = None;
+    // The rule `fair/trainer/choose_v2.py` applies to runs made by hand
+    // (`slurp_fair::judge::rank`): most cells won with the average kept,
+    // then the lowest worst user against the fairest heuristic.
+    let mut best: Option<((usize, f64), PathBuf)> = None;
     for path in &kept {
         let Ok(model) = Model::load(path, None) else {
             continue;
         };
         let model = Arc::new(model);
-        let mut score = 0.0;
-        for ((w, windows), rival) in workloads.iter().zip(&choose_on).zip(&rivals) {
-            let runs: Vec<Metrics> = windows
-                .iter()
-                .filter_map(|&win| {
-                    slurp_fair::chooser::replay(model.clone(), w, win, false, None)
-                        .ok()
-                        .map(|s| Metrics::of(w, &s, slurp_sim::Model::Slurp))
-                })
-                .collect();
-            score += Summary::of(&runs).worst_user_bounded_slowdown / rival;
+        let mut cells = Vec::new();
+        for ((w, windows), name) in workloads.iter().zip(&choose_on).zip(&args.traces) {
+            if windows.is_empty() {
+                continue;
+            }
+            match judge::cells(&model, "model", &name.to_string_lossy(), w, windows) {
+                Ok(c) => cells.extend(c),
+                Err(e) => return usage(format!("{}: {e}", path.display())),
+            }
         }
-        if best.as_ref().is_none_or(|(b, _)| score < *b) {
+        let score = judge::rank(&cells);
+        let better = best
+            .as_ref()
+            .is_none_or(|(b, _)| score.0 > b.0 || (score.0 == b.0 && score.1 < b.1));
+        if better {
             best = Some((score, path.clone()));
         }
     }
-    let Some((score, chosen)) = best else {
+    let Some(((won, ratio), chosen)) = best else {
         eprintln!(
             "error: the trainer kept no model in {}",
             work.join("run").display()
@@ -296,9 +283,8 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
     };
     std::fs::copy(&chosen, &args.output)?;
     eprintln!(
-        "chose {} (worst user {:.3}× fairshare's on busy training windows); wrote {}",
+        "chose {} (on busy training windows: {won} cells won with the average kept, worst user {ratio:.3}× the fairest heuristic's); wrote {}",
         chosen.display(),
-        score / workloads.len() as f64,
         args.output.display()
     );
     // Judged on the held-out quarter.

@@ -11,11 +11,7 @@ fn started(file: &str, policy: &str) -> Vec<String> {
         .file("w.slurp", file)
         .args(&["--cores", "1", "--policy", policy, "w.slurp"]);
     test.run().success();
-    std::fs::read_to_string(test.path().join("order"))
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    test.lines_of("order")
 }
 
 #[test]

@@ -281,11 +281,7 @@ fn start_order(files: &[(&str, &str)], models: &[(&str, &str)], args: &[&str]) -
     }
     let test = test.args(args);
     test.run().success();
-    std::fs::read_to_string(test.path().join("order"))
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    test.lines_of("order")
 }
 
 /// The order `slurp --cores 2 --policy POLICY` starts THREE's tasks in.

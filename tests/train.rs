@@ -89,3 +89,22 @@ fn it_trains_writes_a_v2_model_and_judges_it_on_the_held_out_quarter() {
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
     assert_eq!(model.sight, slurp_fair::Sight::V2);
 }
+
+#[test]
+fn a_hold_out_that_leaves_nothing_to_train_or_judge_on_is_refused() {
+    for share in ["0", "100"] {
+        Test::new()
+            .args(&[
+                "policy",
+                "train",
+                "gen:small:1:2000",
+                "-o",
+                "m.onnx",
+                "--hold-out",
+                share,
+            ])
+            .run()
+            .invalid()
+            .stderr_has(&[&format!("--hold-out {share}: give a share from 1 to 99")]);
+    }
+}

@@ -82,6 +82,31 @@ impl Cell {
     }
 }
 
+/// How kept models are ranked before judging (on training windows): the
+/// cells where the worst user is at least 1% below the fairest heuristic's
+/// with the average within 1.1× the best, then the mean ratio of the worst
+/// user to the fairest heuristic's (lower first).
+pub fn rank(cells: &[Cell]) -> (usize, f64) {
+    let won = cells
+        .iter()
+        .filter(|c| {
+            c.learned.worst_user_bounded_slowdown
+                <= 0.99 * c.best(|s| s.worst_user_bounded_slowdown)
+                && c.average_ok()
+        })
+        .count();
+    let ratio = cells
+        .iter()
+        .map(|c| {
+            c.learned.worst_user_bounded_slowdown
+                / c.best(|s| s.worst_user_bounded_slowdown)
+                    .max(f64::MIN_POSITIVE)
+        })
+        .sum::<f64>()
+        / cells.len().max(1) as f64;
+    (won, ratio)
+}
+
 /// The cells of one workload: both models, without and with EASY, over
 /// `windows`. `name` labels the workload and the learned policy is called
 /// `label`.
@@ -148,4 +173,42 @@ fn replay_all(
     crate::rollout::in_parallel(windows.len(), |i| one(windows[i]))
         .into_iter()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(rivals: &[(f64, f64)], own: (f64, f64)) -> Cell {
+        let score = |(w, a): (f64, f64)| Score {
+            policy: String::new(),
+            avg_bounded_slowdown: a,
+            worst_user_bounded_slowdown: w,
+        };
+        Cell {
+            workload: String::new(),
+            model: SimModel::Slurp,
+            backfill: false,
+            rivals: rivals.iter().copied().map(score).collect(),
+            learned: score(own),
+        }
+    }
+
+    #[test]
+    fn verdicts_and_rank_follow_the_one_percent_and_tenth_rules() {
+        // Fairest worst user 100, best average 10.
+        let rivals = [(100.0, 10.0), (200.0, 12.0)];
+        let won = cell(&rivals, (98.0, 10.9));
+        let dear = cell(&rivals, (98.0, 11.5)); // wins the worst user, average too high
+        let tied = cell(&rivals, (100.5, 10.0)); // holds, does not win
+        let lost = cell(&rivals, (150.0, 10.0));
+        assert!(won.wins() && won.holds() && won.average_ok());
+        assert!(dear.wins() && !dear.average_ok());
+        assert!(!tied.wins() && tied.holds());
+        assert!(!lost.holds());
+        assert_eq!(won.fairest_rival().worst_user_bounded_slowdown, 100.0);
+        let (n, ratio) = rank(&[won, dear, tied, lost]);
+        assert_eq!(n, 1, "only a cell won with the average kept counts");
+        assert!((ratio - (0.98 + 0.98 + 1.005 + 1.5) / 4.0).abs() < 1e-12);
+    }
 }

@@ -8,6 +8,8 @@ its worst user to the fairest heuristic's.
         --trace ricc-before-sep.swf:3 --trace gen:small:11 runs/v2/model-*.onnx
 
 A trace may end in `:X`, the busy floor (`--min-bsld X`) of its windows.
+The rule is `slurp_fair::judge::rank`'s, the one `slurp policy train` ranks
+its kept models by.
 """
 
 import argparse

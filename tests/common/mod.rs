@@ -37,6 +37,16 @@ impl Test {
         self.dir.path()
     }
 
+    /// The lines of `name` in the test's directory (such as the `order`
+    /// file tasks append their names to when they start).
+    pub fn lines_of(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     pub fn file(self, name: &str, contents: impl AsRef<[u8]>) -> Self {
         let path = self.dir.path().join(name);
         if let Some(parent) = path.parent() {
