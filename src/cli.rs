@@ -950,6 +950,9 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     };
     let progress = crate::progress::Progress::new(&loaded.program, mode);
     let mut console = crate::console::Console::new(options.output, progress);
+    // What a task leaves running outside its process group comes back to
+    // this process, to be ended with the run.
+    slurp_runtime::exec::strays::adopt_orphans();
     let report = runtime.block_on(slurp_runtime::run::run(
         &loaded.program,
         &options,
@@ -957,6 +960,15 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         journal,
     ));
     console.finish();
+    let strays = slurp_runtime::exec::strays::end_strays(
+        options.grace.min(std::time::Duration::from_secs(1)),
+    );
+    if strays > 0 {
+        eprintln!(
+            "slurp: ended {strays} process{} that tasks left running outside their process groups",
+            if strays == 1 { "" } else { "es" }
+        );
+    }
     let report = report?;
     // A nested instance that succeeded says nothing: its parent reports.
     if !((nested || args.quiet) && report.succeeded()) {

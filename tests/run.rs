@@ -322,6 +322,83 @@ fn a_second_interrupt_kills_at_once() {
     assert!(!alive_in_group(pids[0]));
 }
 
+/// A live process of pid `pid` (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// Starts itself in a new session (out of the task's process group), as a
+/// daemon does, ignores SIGTERM and keeps the task's output pipe open.
+const STRAY: &str = "trap '' TERM\necho $$ > stray\nexec sleep 97\n";
+
+/// A task ends when its process ends, not when its pipe closes: a process
+/// that escaped with `setsid` and holds stdout open neither keeps the task
+/// (and its dependents) waiting nor outlives the run.
+#[test]
+fn an_escaped_process_holding_the_pipe_does_not_hold_the_task_or_outlive_the_run() {
+    let start = Instant::now();
+    let test = Test::new()
+        .file("stray.sh", STRAY)
+        .file(
+            "w.slurp",
+            "task a: sh -c 'setsid sh stray.sh & while [ ! -s stray ]; do sleep 0.05; done; echo done'\ntask b after=a: echo after\n",
+        )
+        .args(&["w.slurp"]);
+    let run = test.run().success();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the run waited {:?} on the stray's pipe",
+        start.elapsed()
+    );
+    assert!(
+        run.stdout.contains("done") && run.stdout.contains("after"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("ended 1 process that tasks left running"),
+        "{}",
+        run.stderr
+    );
+    let pid: i32 = std::fs::read_to_string(test.path().join("stray"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the stray {pid} outlived the run");
+}
+
+/// Ctrl-C is never held by such a process: exit 130 at once, nothing left.
+#[test]
+fn an_escaped_process_does_not_hold_ctrl_c() {
+    let (_dir, child, pids) = start_run(
+        &[
+            ("stray.sh", STRAY),
+            (
+                "w.slurp",
+                "task a: sh -c 'setsid sh stray.sh & echo $$ > pid; sleep 60'\n",
+            ),
+        ],
+        &["w.slurp"],
+        &["pid", "stray"],
+    );
+    let start = Instant::now();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "Ctrl-C took {:?}",
+        start.elapsed()
+    );
+    assert!(!alive_in_group(pids[0]));
+    assert!(!alive(pids[1]), "the stray outlived the run");
+}
+
 /// `--halt now`: the first failure stops the tasks still running.
 #[test]
 fn halt_now_stops_running_tasks() {

@@ -8,11 +8,15 @@
 //! a cancel or a kill signals the whole group: SIGTERM, then SIGKILL after
 //! the grace period; when an attempt ends, whatever is left in its group is
 //! killed. Each rank also gets SIGKILL when slurp dies, however it dies
-//! (`PR_SET_PDEATHSIG`); processes a rank started in other process groups
-//! are beyond that reach if slurp itself is killed with SIGKILL.
+//! (`PR_SET_PDEATHSIG`). Processes a rank started in other process groups
+//! are ended when the run ends ([`strays`]), unless slurp itself is killed
+//! with SIGKILL. An attempt ends when its ranks end: their pipes are read
+//! for what they still hold, but a process that escaped the group and keeps
+//! a pipe open does not keep the task (or Ctrl-C) waiting.
 
 #[allow(unsafe_code)]
 mod spawn;
+pub mod strays;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -338,6 +342,7 @@ fn spawn_ranks(
     };
     let stdin = dev_null()?;
     let mut pids: Vec<i32> = Vec::with_capacity(launch.ranks.len());
+    let (ended_tx, ended) = watch::channel(false);
     let mut out_readers = Vec::new();
     let mut err_readers = Vec::new();
     for (rank, place) in launch.ranks.iter().enumerate() {
@@ -423,6 +428,7 @@ fn spawn_ranks(
                 (launch.instance, launch.task),
                 is_err,
                 lines.clone(),
+                Linger::new(ended.clone()),
             );
             if is_err {
                 err_readers.push(reader);
@@ -432,6 +438,9 @@ fn spawn_ranks(
         }
     }
     let readers: Readers = Box::pin(async move {
+        // The ranks have ended when this is first polled: what their pipes
+        // still hold is read, then the readers stop (`Linger`).
+        let _ = ended_tx.send(true);
         let mut stdout = Vec::new();
         for r in out_readers {
             stdout.extend(r.await.unwrap_or_default());
@@ -565,6 +574,50 @@ fn open_files(out: &Path, err: &Path) -> std::io::Result<(std::fs::File, std::fs
     Ok((out_file, err_file))
 }
 
+/// How long a stream is still read after its task's processes have ended:
+/// until it has been quiet this long...
+const QUIET: Duration = Duration::from_millis(100);
+/// ...and at most this long in all. A process that escaped the task's group
+/// (`setsid`) may hold the pipe open for as long as it lives; the task ends
+/// when its processes end, not when its pipe does.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// One stream's reads, raced against the end of the task's processes.
+struct Linger {
+    ended: watch::Receiver<bool>,
+    cutoff: Option<tokio::time::Instant>,
+}
+
+impl Linger {
+    fn new(ended: watch::Receiver<bool>) -> Linger {
+        Linger {
+            ended,
+            cutoff: None,
+        }
+    }
+
+    /// `read`'s result, or `None` once the task has ended and the stream
+    /// stays quiet for [`QUIET`] (or [`LINGER`] has passed since the end).
+    /// `read` must be cancel-safe: tokio's reads are.
+    async fn read<T>(&mut self, read: impl Future<Output = T>) -> Option<T> {
+        tokio::pin!(read);
+        loop {
+            if let Some(cutoff) = self.cutoff {
+                let at = (tokio::time::Instant::now() + QUIET).min(cutoff);
+                return tokio::time::timeout_at(at, read).await.ok();
+            }
+            tokio::select! {
+                out = &mut read => return Some(out),
+                changed = self.ended.changed() => {
+                    if changed.is_err() || *self.ended.borrow() {
+                        self.cutoff = Some(tokio::time::Instant::now() + LINGER);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Reads one stream: kept whole (group), or sent line by line (tag), or
 /// only its tail kept (none). Returns what is kept.
 fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
@@ -573,6 +626,7 @@ fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
     (instance, task): (u32, TaskId),
     stderr: bool,
     lines: mpsc::UnboundedSender<Output>,
+    mut linger: Linger,
 ) -> tokio::task::JoinHandle<Vec<u8>> {
     tokio::spawn(async move {
         let mut kept = Vec::new();
@@ -582,34 +636,38 @@ fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
                 let mut line = Vec::new();
                 loop {
                     line.clear();
-                    match reader.read_until(b'\n', &mut line).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if stderr {
-                                keep_tail(&mut kept, &line);
-                            }
-                            let _ = lines.send(Output::Line {
-                                instance,
-                                task,
-                                stderr,
-                                line: line.clone(),
-                            });
+                    // A cut-off read leaves its partial line in `line`.
+                    let read = linger.read(reader.read_until(b'\n', &mut line)).await;
+                    let last = !matches!(read, Some(Ok(n)) if n > 0);
+                    if !line.is_empty() {
+                        if stderr {
+                            keep_tail(&mut kept, &line);
                         }
+                        let _ = lines.send(Output::Line {
+                            instance,
+                            task,
+                            stderr,
+                            line: line.clone(),
+                        });
+                    }
+                    if last {
+                        break;
                     }
                 }
             }
-            OutputMode::Group => {
+            OutputMode::Group | OutputMode::None | OutputMode::Files => {
+                let whole = mode == OutputMode::Group;
                 let mut stream = stream;
-                let _ = stream.read_to_end(&mut kept).await;
-            }
-            OutputMode::None | OutputMode::Files => {
-                let mut stream = stream;
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stream.read(&mut buf).await {
+                let mut buf = [0u8; 8192];
+                while let Some(Ok(n)) = linger.read(stream.read(&mut buf)).await {
                     if n == 0 {
                         break;
                     }
-                    keep_tail(&mut kept, &buf[..n]);
+                    if whole {
+                        kept.extend_from_slice(&buf[..n]);
+                    } else {
+                        keep_tail(&mut kept, &buf[..n]);
+                    }
                 }
             }
         }

@@ -1,0 +1,78 @@
+//! Processes that outlive their task: a rank's child that left the task's
+//! process group (`setsid`, a daemon's double fork) survives the group's
+//! SIGKILL. slurp makes itself their reaper (`PR_SET_CHILD_SUBREAPER`): once
+//! the rank that started one dies, the kernel hands it to slurp instead of
+//! to init, so slurp can still find it — as one of its own children that is
+//! no task's rank — and end it when the run ends (SIGTERM, then SIGKILL
+//! after a short grace), leaving nothing behind.
+//!
+//! Only the slurp process that runs a workflow does this (the CLI calls
+//! [`adopt_orphans`] before a run and [`end_strays`] after it): every
+//! child it has left then is such a process.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::Pid;
+
+/// Orphans of this process's descendants become its children.
+pub fn adopt_orphans() -> bool {
+    nix::sys::prctl::set_child_subreaper(true).is_ok()
+}
+
+/// This process's children now, from `/proc` (the fourth field of
+/// `/proc/PID/stat` is the parent; the second, the command, may hold
+/// spaces and parentheses, so fields are counted after its last `)`).
+fn children() -> Vec<Pid> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        let ppid = after.split_whitespace().nth(1)?;
+        (ppid == me).then_some(Pid::from_raw(pid))
+    })
+    .collect()
+}
+
+/// Ends every child still here (each run's tasks have all been reaped by
+/// now): SIGTERM, up to `grace` for them to go, then SIGKILL; reaps them.
+/// Their own orphans come to this process in turn and go the same way.
+/// Returns how many there were.
+pub fn end_strays(grace: Duration) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    let deadline = Instant::now() + grace;
+    // Bounded (10 s): a fork bomb in a stray must not keep slurp for good.
+    for _ in 0..1000 {
+        reap();
+        let left = children();
+        if left.is_empty() {
+            break;
+        }
+        let late = Instant::now() >= deadline;
+        for pid in left {
+            if seen.insert(pid) {
+                let _ = kill(pid, Signal::SIGTERM);
+            } else if late {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    reap();
+    seen.len()
+}
+
+/// Reaps every exited child without waiting.
+fn reap() {
+    while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        if status == nix::sys::wait::WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
