@@ -34,6 +34,15 @@ const TRAINER: [(&str, &str); 3] = [
     ),
 ];
 
+/// How a model is trained.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// CMA-ES over the network, scored on the judge's own cells (built in)
+    Evolve,
+    /// PPO with the PyTorch trainer (needs Python with PyTorch)
+    Ppo,
+}
+
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// The site's traces (SWF, also .gz/.xz), or `gen:FAMILY:SEED`
@@ -43,32 +52,55 @@ pub struct TrainArgs {
     /// MODEL.train/)
     #[arg(short, long, value_name = "MODEL.onnx")]
     output: PathBuf,
-    /// Stop training after the epoch that passes this many seconds
+    /// `evolve` searches the network's weights directly on the judged
+    /// objective (no Python needed); `ppo` runs the PyTorch trainer
+    #[arg(long, value_enum, default_value_t = Method::Evolve)]
+    method: Method,
+    /// Stop training after the generation (epoch) that passes this many
+    /// seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     seconds: u64,
-    /// Stop after this many epochs at most
+    /// evolve: widths of the hidden layers, e.g. `8` or `8,4` (`0`: a
+    /// linear score)
+    #[arg(long, value_name = "W,..", default_value = "8", value_delimiter = ',')]
+    hidden: Vec<usize>,
+    /// evolve: stop after this many generations at most
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    generations: usize,
+    /// evolve: proposals a generation (default: CMA-ES's for the size)
+    #[arg(long, value_name = "N")]
+    population: Option<usize>,
+    /// evolve: training windows (1,024 jobs) a trace
+    #[arg(long, value_name = "K", default_value_t = 16)]
+    windows: usize,
+    /// evolve: keep training windows where FCFS reaches this average
+    /// bounded slowdown (all windows when a trace has too few)
+    #[arg(long, value_name = "X", default_value_t = 2.0)]
+    min_bsld: f64,
+    /// ppo: stop after this many epochs at most
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     epochs: u64,
-    /// `auto` (CUDA when PyTorch sees a GPU), `cpu` or `cuda`
+    /// ppo: `auto` (CUDA when PyTorch sees a GPU), `cpu` or `cuda`
     #[arg(long, value_name = "DEVICE", default_value = "auto", value_parser = ["auto", "cpu", "cuda"])]
     device: String,
-    /// CPU threads for PyTorch (default: all)
+    /// ppo: CPU threads for PyTorch (default: all)
     #[arg(long, value_name = "N")]
     threads: Option<u32>,
     /// Keep this share of each trace's last jobs out of training, to judge
     /// the model on
     #[arg(long, value_name = "PERCENT", default_value_t = 25)]
     hold_out: u8,
-    /// Seed of the episodes and of PyTorch
+    /// Seed of the windows, of the search (evolve), of the episodes and
+    /// PyTorch (ppo)
     #[arg(long, value_name = "S", default_value_t = 5)]
     seed: u64,
-    /// Iterations of the warm start (cloning `fairshare`'s choices)
+    /// ppo: iterations of the warm start (cloning `fairshare`'s choices)
     #[arg(long, value_name = "N", default_value_t = 1500)]
     clone_iters: u32,
     /// Windows a trace to judge the model on, afterwards
     #[arg(long, value_name = "K", default_value_t = 50)]
     judge_samples: usize,
-    /// The Python that has PyTorch
+    /// ppo: the Python that has PyTorch
     #[arg(long, value_name = "PYTHON", default_value = "python3")]
     python: PathBuf,
 }
@@ -120,6 +152,175 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
     };
     std::fs::create_dir_all(&work)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", work.display())))?;
+    // The training side of every trace; the rest is judged afterwards.
+    let split = format!("{}%", 100 - u32::from(args.hold_out));
+    let trained = match args.method {
+        Method::Evolve => evolve(args, workloads, &work, &split)?,
+        Method::Ppo => ppo(args, &workloads, &work, &split)?,
+    };
+    if let Some(code) = trained {
+        return Ok(code);
+    }
+    // Judged on the held-out quarter.
+    let judge = crate::policy::JudgeArgs::new(
+        args.output.to_string_lossy().into_owned(),
+        args.traces.clone(),
+        args.judge_samples,
+        format!("{split}.."),
+    );
+    crate::policy::judge(&judge)
+}
+
+/// A learning curve's points as a picture beside its CSV.
+fn draw_curve(work: &Path, title: &str, points: &[(f64, f64)], smooth: usize) -> io::Result<()> {
+    if let Ok(svg) = slurp_sim::plot::curve(title, points, smooth) {
+        std::fs::write(work.join("curve.svg"), svg)?;
+        eprintln!("learning curve: {}", work.join("curve.svg").display());
+    }
+    Ok(())
+}
+
+/// `--method evolve`: CMA-ES on the training windows (`slurp_fair::evolve`),
+/// the best network written to `args.output`. `Some(code)` when it failed.
+fn evolve(
+    args: &TrainArgs,
+    workloads: Vec<slurp_sim::Workload>,
+    work: &Path,
+    split: &str,
+) -> io::Result<Option<ExitCode>> {
+    use slurp_fair::evolve::{self, Arena, Options, Shape};
+    let hidden: Vec<usize> = args.hidden.iter().copied().filter(|&w| w > 0).collect();
+    if hidden.iter().any(|&w| w > 256) {
+        return usage("--hidden: layers of at most 256").map(Some);
+    }
+    if args.windows == 0 {
+        return usage("--windows: at least 1").map(Some);
+    }
+    let mut stages = Vec::new();
+    for (workload, name) in workloads.into_iter().zip(&args.traces) {
+        let name = name.to_string_lossy().into_owned();
+        let within = Window::parse_span(&format!("0..{split}"), workload.jobs.len()).ok();
+        let draw = |min_bsld: f64| Draw {
+            count: args.windows,
+            len: 1024.min(within.map_or(workload.jobs.len(), |w| w.len)),
+            seed: args.seed,
+            within,
+            min_bsld,
+        };
+        let windows = match draw(args.min_bsld).windows(&workload, |_| true) {
+            Ok(w) => w,
+            Err(busy) => {
+                eprintln!("{name}: {busy}; training on any of its windows");
+                match draw(0.0).windows(&workload, |_| true) {
+                    Ok(w) => w,
+                    Err(e) => return usage(format!("{name}: {e}")).map(Some),
+                }
+            }
+        };
+        stages.push((name, workload, windows));
+    }
+    let arena = Arena::new(stages);
+    let shape = Shape { hidden };
+    eprintln!(
+        "evolving a network of {} weights (hidden {:?}) on {} windows of the first {split} of {} trace{}, for up to {} s",
+        shape.params(),
+        shape.hidden,
+        arena.windows(),
+        args.traces.len(),
+        if args.traces.len() == 1 { "" } else { "s" },
+        args.seconds,
+    );
+    let opts = Options {
+        shape: shape.clone(),
+        population: args.population,
+        sigma: 0.5,
+        seed: args.seed,
+        generations: args.generations,
+        time: std::time::Duration::from_secs(args.seconds),
+    };
+    let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
+    let found = evolve::evolve(&arena, &opts, |g| {
+        eprintln!(
+            "generation {}: loss {:.4} (best {:.4}), {} evaluations, {:.0} s",
+            g.generation,
+            g.this,
+            g.best,
+            g.evaluations,
+            g.elapsed.as_secs_f64()
+        );
+        csv.push_str(&format!(
+            "{},{},{},{},{:.1}\n",
+            g.generation,
+            g.best,
+            g.this,
+            g.evaluations,
+            g.elapsed.as_secs_f64()
+        ));
+    });
+    std::fs::write(work.join("curve.csv"), &csv)?;
+    let found = match found {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: the search failed: {e}");
+            return Ok(Some(ExitCode::from(1)));
+        }
+    };
+    let points: Vec<(f64, f64)> = found
+        .curve
+        .iter()
+        .map(|g| (g.generation as f64, -g.this))
+        .collect();
+    draw_curve(
+        work,
+        "minus the loss of each generation's best network",
+        &points,
+        10,
+    )?;
+    let how = format!(
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        shape.hidden,
+        args.seed,
+        arena.windows(),
+        args.traces
+            .iter()
+            .map(|t| t.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(", "),
+        found.loss,
+        found.curve.len()
+    );
+    let bytes = slurp_fair::export::actor(
+        &shape.layers(&found.params),
+        "v2",
+        &[("slurp.trained", how)],
+    );
+    std::fs::write(&args.output, bytes)?;
+    let model = match Model::load(&args.output, None) {
+        Ok(m) => Arc::new(m),
+        Err(e) => return usage(e).map(Some),
+    };
+    let cells = match arena.cells(&model, "model") {
+        Ok(c) => c,
+        Err(e) => return usage(e).map(Some),
+    };
+    let (won, ratio) = judge::rank(&cells);
+    eprintln!(
+        "wrote {} (on its training windows: {won} of {} cells won with the average kept, worst user {ratio:.3}× the fairest heuristic's)",
+        args.output.display(),
+        cells.len()
+    );
+    Ok(None)
+}
+
+/// `--method ppo`: the PyTorch trainer, then the best kept model (ranked on
+/// busy training-side windows) copied to `args.output`. `Some(code)` when
+/// it failed.
+fn ppo(
+    args: &TrainArgs,
+    workloads: &[slurp_sim::Workload],
+    work: &Path,
+    split: &str,
+) -> io::Result<Option<ExitCode>> {
     for (name, text) in TRAINER {
         std::fs::write(work.join(name), text)?;
     }
@@ -132,15 +333,14 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
                 missing.join(", ")
             );
             eprintln!(
-                "hint: pip install -r {} (CUDA is used when present, the CPU otherwise)",
+                "hint: pip install -r {} (CUDA is used when present, the CPU otherwise), or train with --method evolve",
                 work.join("requirements.txt").display()
             );
-            return Ok(ExitCode::from(2));
+            return Ok(Some(ExitCode::from(2)));
         }
-        Err(e) => return usage(e),
+        Err(e) => return usage(e).map(Some),
     }
     let slurp = std::env::current_exe()?;
-    let split = format!("{}%", 100 - u32::from(args.hold_out));
     let mut cmd = Command::new(&args.python);
     cmd.arg(work.join("train.py"))
         .arg("--slurp")
@@ -202,7 +402,7 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             "error: the trainer failed ({status}); its run is in {}",
             work.display()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Some(ExitCode::from(1)));
     }
     // The learning curve as a picture beside its CSV.
     let csv = std::fs::read_to_string(work.join("run/curve.csv")).unwrap_or_default();
@@ -214,14 +414,12 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             Some((cells.next()?.parse().ok()?, cells.next()?.parse().ok()?))
         })
         .collect();
-    if let Ok(svg) = slurp_sim::plot::curve(
+    draw_curve(
+        work,
         "reward: fairshare's worst user minus the policy's",
         &points,
         25,
-    ) {
-        std::fs::write(work.join("curve.svg"), svg)?;
-        eprintln!("learning curve: {}", work.join("curve.svg").display());
-    }
+    )?;
     // Rank the kept models on busy training-side windows.
     let mut kept: Vec<PathBuf> = std::fs::read_dir(work.join("run"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -263,7 +461,7 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             }
             match judge::cells(&model, "model", &name.to_string_lossy(), w, windows) {
                 Ok(c) => cells.extend(c),
-                Err(e) => return usage(format!("{}: {e}", path.display())),
+                Err(e) => return usage(format!("{}: {e}", path.display())).map(Some),
             }
         }
         let score = judge::rank(&cells);
@@ -279,7 +477,7 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
             "error: the trainer kept no model in {}",
             work.join("run").display()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Some(ExitCode::from(1)));
     };
     std::fs::copy(&chosen, &args.output)?;
     eprintln!(
@@ -287,12 +485,5 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
         chosen.display(),
         args.output.display()
     );
-    // Judged on the held-out quarter.
-    let judge = crate::policy::JudgeArgs::new(
-        args.output.to_string_lossy().into_owned(),
-        args.traces.clone(),
-        args.judge_samples,
-        format!("{split}.."),
-    );
-    crate::policy::judge(&judge)
+    Ok(None)
 }

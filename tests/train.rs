@@ -1,5 +1,5 @@
-//! `slurp policy train`: a site's own model in one command, with the
-//! PyTorch trainer built into the binary.
+//! `slurp policy train`: a site's own model in one command — evolved in
+//! slurp itself, or with the PyTorch trainer built into the binary.
 
 mod common;
 use common::Test;
@@ -34,6 +34,8 @@ fn without_pytorch_it_says_what_to_install() {
         "gen:small:1:2000",
         "-o",
         "m.onnx",
+        "--method",
+        "ppo",
         "--python",
         python.to_str().unwrap(),
     ])
@@ -60,6 +62,8 @@ fn it_trains_writes_a_v2_model_and_judges_it_on_the_held_out_quarter() {
         "gen:small:1:3000",
         "-o",
         "site.onnx",
+        "--method",
+        "ppo",
         "--epochs",
         "2",
         "--clone-iters",
@@ -107,4 +111,71 @@ fn a_hold_out_that_leaves_nothing_to_train_or_judge_on_is_refused() {
             .invalid()
             .stderr_has(&[&format!("--hold-out {share}: give a share from 1 to 99")]);
     }
+}
+
+#[test]
+fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
+    let test = Test::new().args(&[
+        "policy",
+        "train",
+        "gen:small:1:3000",
+        "-o",
+        "site.onnx",
+        "--generations",
+        "2",
+        "--population",
+        "4",
+        "--windows",
+        "2",
+        "--hidden",
+        "2",
+        "--judge-samples",
+        "2",
+        "--python",
+        "/nonexistent/python3",
+    ]);
+    let run = test.run().success();
+    assert!(
+        run.stderr.contains("evolving a network of 23 weights"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("generation 2: loss"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("wrote site.onnx (on its training windows:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("site.onnx (observation v2)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("| gen:small:1:3000 |").count(), 4);
+    let curve = std::fs::read_to_string(test.path().join("site.onnx.train/curve.csv")).unwrap();
+    assert_eq!(
+        curve.lines().count(),
+        3,
+        "a header and two generations:\n{curve}"
+    );
+    let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
+    assert_eq!(model.sight, slurp_fair::Sight::V2);
+    assert_eq!(model.evaluator(), "direct");
+    // It is a policy like any other.
+    let policy = format!("fair:{}", test.path().join("site.onnx").display());
+    let sim = Test::new()
+        .args(&[
+            "sim",
+            "gen:small:1:3000",
+            "--policy",
+            &policy,
+            "--samples",
+            "2",
+            "--len",
+            "256",
+        ])
+        .run()
+        .success();
+    assert!(sim.stdout.contains("site.onnx"), "{}", sim.stdout);
 }

@@ -107,6 +107,44 @@ pub fn rank(cells: &[Cell]) -> (usize, f64) {
     (won, ratio)
 }
 
+/// The four cells of a workload: each simulation model without and with
+/// EASY.
+pub const KINDS: [(SimModel, bool); 4] = [
+    (SimModel::Slurp, false),
+    (SimModel::Slurp, true),
+    (SimModel::Reference, false),
+    (SimModel::Reference, true),
+];
+
+/// The rivals' scores in one cell, in [`RIVALS`] order.
+pub fn rivals(
+    workload: &Workload,
+    windows: &[Window],
+    model: SimModel,
+    backfill: bool,
+) -> Vec<Score> {
+    let mode = if backfill {
+        Backfill::Easy
+    } else {
+        Backfill::None
+    };
+    let policies: Vec<PolicyKind> = RIVALS.iter().map(|&o| PolicyKind::new(o, mode)).collect();
+    slurp_sim::compare(workload, windows, &policies, model)
+        .iter()
+        .map(|r| Score::of(r.policy.clone(), &r.summary))
+        .collect()
+}
+
+/// The learned policy's score over `runs`, its replays of a cell's windows.
+pub fn learned(label: &str, backfill: bool, runs: &[Metrics]) -> Score {
+    let name = if backfill {
+        format!("{label}+easy")
+    } else {
+        label.to_owned()
+    };
+    Score::of(name, &Summary::of(runs))
+}
+
 /// The cells of one workload: both models, without and with EASY, over
 /// `windows`. `name` labels the workload and the learned policy is called
 /// `label`.
@@ -118,61 +156,39 @@ pub fn cells(
     windows: &[Window],
 ) -> Result<Vec<Cell>, String> {
     let mut out = Vec::new();
-    for model in [SimModel::Slurp, SimModel::Reference] {
-        for backfill in [false, true] {
-            let mode = if backfill {
-                Backfill::Easy
-            } else {
-                Backfill::None
-            };
-            let policies: Vec<PolicyKind> =
-                RIVALS.iter().map(|&o| PolicyKind::new(o, mode)).collect();
-            let results = slurp_sim::compare(workload, windows, &policies, model);
-            let rivals = results
-                .iter()
-                .map(|r| Score::of(r.policy.clone(), &r.summary))
-                .collect();
-            let runs = replay_all(net, workload, windows, model, backfill)?;
-            let learned = Score::of(
-                if backfill {
-                    format!("{label}+easy")
-                } else {
-                    label.to_owned()
-                },
-                &Summary::of(&runs),
-            );
-            out.push(Cell {
-                workload: name.to_owned(),
-                model,
-                backfill,
-                rivals,
-                learned,
-            });
-        }
+    for (model, backfill) in KINDS {
+        let rivals = rivals(workload, windows, model, backfill);
+        let runs = crate::rollout::in_parallel(windows.len(), |i| {
+            replay(net, workload, windows[i], model, backfill)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+        out.push(Cell {
+            workload: name.to_owned(),
+            model,
+            backfill,
+            rivals,
+            learned: learned(label, backfill, &runs),
+        });
     }
     Ok(out)
 }
 
-/// The model's greedy schedule of every window, on all cores.
-fn replay_all(
+/// The model's greedy schedule of one window, measured.
+pub fn replay(
     net: &Arc<Model>,
     workload: &Workload,
-    windows: &[Window],
+    window: Window,
     model: SimModel,
     backfill: bool,
-) -> Result<Vec<Metrics>, String> {
-    let one = |w: Window| {
-        let schedule = match model {
-            SimModel::Reference => crate::rollout::replay(net, workload, w, backfill, None),
-            SimModel::Slurp => crate::chooser::replay(net.clone(), workload, w, backfill, None),
-        };
-        schedule
-            .map(|s| Metrics::of(workload, &s, model))
-            .map_err(|e| e.to_string())
+) -> Result<Metrics, String> {
+    let schedule = match model {
+        SimModel::Reference => crate::rollout::replay(net, workload, window, backfill, None),
+        SimModel::Slurp => crate::chooser::replay(net.clone(), workload, window, backfill, None),
     };
-    crate::rollout::in_parallel(windows.len(), |i| one(windows[i]))
-        .into_iter()
-        .collect()
+    schedule
+        .map(|s| Metrics::of(workload, &s, model))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 //!   is one (checked against tract at load);
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
+//! - [`export`]: a per-slot MLP written as ONNX, the trainer's graph;
+//! - [`evolve`]: CMA-ES over such a network, scored by the judge's cells
+//!   on training windows;
 //! - [`judge`]: a model against FCFS, SJF, F1 and `fairshare` on
 //!   workloads, both simulation models, with and without EASY;
 //! - [`chooser`]: the model picking the head of the runtime core's queue
@@ -18,6 +21,8 @@
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
 
 pub mod chooser;
+pub mod evolve;
+pub mod export;
 pub mod judge;
 pub mod mlp;
 pub mod model;
