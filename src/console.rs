@@ -561,7 +561,7 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).map_err(io::Error::other)?;
         // Wait for it to finish stopping, so the caller sees the end.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::path::Path::new(&format!("/proc/{}", replay.pid)).exists()
+        while slurp_runtime::journal::held(&events)
             && slurp_runtime::journal::replay(&events)?.ended.is_none()
             && std::time::Instant::now() < deadline
         {

@@ -162,6 +162,68 @@ fn status_works_from_another_terminal_while_the_run_is_live() {
     );
 }
 
+/// After `kill -9` of slurp, its PID may be another process's: the dead
+/// run is known as dead by its journal's lock, not by the PID. `status`
+/// says killed, `cancel` signals nothing, `resume` goes ahead.
+#[test]
+fn a_reused_pid_does_not_make_a_dead_run_look_live() {
+    let (dir, mut child, _) = common::start_run(
+        &[(
+            "w.slurp",
+            "task done: true\ntask slow: sh -c 'echo $$ > pid; [ -e again ] || sleep 30'\n",
+        )],
+        &["--cores", "2", "w.slurp"],
+        &["pid"],
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(dir.path().join("again"), "").unwrap();
+    // An unrelated live process now has the PID the header names.
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let run = std::fs::read_dir(dir.path().join(".slurp/runs"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let events = run.join("events.jsonl");
+    let text = std::fs::read_to_string(&events).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["pid"] = other.id().into();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&events, text).unwrap();
+    let status = String::from_utf8_lossy(&run_in(dir.path(), &["status"]).stdout).into_owned();
+    assert!(status.contains("killed"), "{status}");
+    assert!(
+        status.contains("slurp was killed while it ran"),
+        "what ran then is not running now: {status}"
+    );
+    let runs = String::from_utf8_lossy(&run_in(dir.path(), &["runs"]).stdout).into_owned();
+    assert!(
+        runs.contains("killed") && runs.contains("1 succeeded, 1 cancelled"),
+        "{runs}"
+    );
+    run_in(dir.path(), &["cancel"]);
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "cancel signalled the process that now has the PID"
+    );
+    let resumed = run_in(dir.path(), &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
+
 #[test]
 fn a_torn_last_line_is_reported_not_fatal() {
     let test = Test::new().file("w.slurp", "true\n");

@@ -134,7 +134,10 @@ pub struct Placed {
 /// Writes a run's journal.
 #[derive(Debug)]
 pub struct Journal {
-    file: File,
+    /// `events.jsonl`, locked (`flock`) for as long as this process lives:
+    /// how other commands know the run is live ([`held`]), whatever became
+    /// of its PID.
+    file: nix::fcntl::Flock<File>,
     dir: PathBuf,
     /// The run's files as it named them, by `FileId`.
     files: Vec<String>,
@@ -178,6 +181,8 @@ impl Journal {
             .append(true)
             .mode(0o600)
             .open(run_dir.join("events.jsonl"))?;
+        let file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| io::Error::from(e))?;
         let mut journal = Journal {
             file,
             dir: run_dir.to_path_buf(),
@@ -286,7 +291,9 @@ pub struct Replay {
     pub workflow: String,
     pub pid: u32,
     pub started: u64,
-    /// Each task's last state and its reason, by id (`sub/sim[3]`).
+    /// Each task's last state and its reason, by id (`sub/sim[3]`); in a
+    /// run whose slurp was killed, a task that was running is `cancelled`
+    /// ([`KILLED_WITH_SLURP`]).
     pub tasks: BTreeMap<String, (State, serde_json::Value)>,
     /// Starts per task (attempts).
     pub attempts: BTreeMap<String, u32>,
@@ -303,6 +310,8 @@ pub struct Replay {
     pub ended: Option<bool>,
     /// A last line cut short (the run is live mid-write, or was killed).
     pub torn: bool,
+    /// A live slurp held the journal when it was read ([`held`]).
+    pub held: bool,
     /// Lines that are not records of this format, by line number.
     pub bad_lines: Vec<usize>,
 }
@@ -317,16 +326,33 @@ impl Replay {
         counts
     }
 
-    /// Whether the process that writes it is still alive.
+    /// Whether the process that writes it is still alive: the run has not
+    /// ended and its journal is [`held`] (a PID alone could be another
+    /// process's by now).
     pub fn live(&self) -> bool {
-        self.ended.is_none() && Path::new(&format!("/proc/{}", self.pid)).exists()
+        self.ended.is_none() && self.held
+    }
+}
+
+/// Whether a live slurp holds the journal at `path` (its lock goes with
+/// the process, however it ends).
+pub fn held(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock) {
+        Ok(_unlocked_on_drop) => false,
+        Err((_, e)) => e == nix::errno::Errno::EWOULDBLOCK,
     }
 }
 
 /// Replays `events.jsonl`; a torn last line is noted, not an error.
 pub fn replay(path: &Path) -> io::Result<Replay> {
     let file = File::open(path)?;
-    let mut replay = Replay::default();
+    let mut replay = Replay {
+        held: held(path),
+        ..Replay::default()
+    };
     let mut lines = io::BufReader::new(file).split(b'\n').enumerate().peekable();
     while let Some((n, line)) = lines.next() {
         let line = line?;
@@ -373,8 +399,21 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             Err(_) => replay.bad_lines.push(n + 1),
         }
     }
+    // A run whose slurp died without its end record: what was running then
+    // was killed with it (each rank dies with slurp), not running now.
+    if replay.ended.is_none() && !replay.held {
+        for (state, reason) in replay.tasks.values_mut() {
+            if *state == State::Running {
+                *state = State::Cancelled;
+                *reason = serde_json::Value::String(KILLED_WITH_SLURP.to_owned());
+            }
+        }
+    }
     Ok(replay)
 }
+
+/// Why a task of a killed run is not running.
+pub const KILLED_WITH_SLURP: &str = "slurp was killed while it ran";
 
 /// The runs under `.slurp/runs/`, oldest first (ids sort by start time).
 pub fn runs(store: &Path) -> io::Result<Vec<PathBuf>> {
