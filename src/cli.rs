@@ -88,7 +88,8 @@ struct RunArgs {
     /// tasks `soon`, or stop `now` (running tasks too)
     #[arg(long, value_name = "WHEN", default_value = "never", value_parser = ["never", "soon", "now"])]
     halt: String,
-    /// Time between SIGTERM and SIGKILL when a task is stopped
+    /// Time between SIGTERM and SIGKILL when a task is stopped (a slurp
+    /// that is a task of another takes at most half its parent's)
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     grace: String,
     /// Keep no journal (.slurp/runs/RUN/events.jsonl): `slurp status` and
@@ -744,10 +745,19 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
             },
         }
     }
-    let grace = match slurp_interpreter::parse_duration(&args.grace) {
+    let mut grace = match slurp_interpreter::parse_duration(&args.grace) {
         Ok(secs) => std::time::Duration::from_secs(secs.unwrap_or(0)),
         Err(e) => return usage(format!("`--grace {}`: {e}", args.grace)),
     };
+    // A slurp that is itself a task finishes stopping its tasks (grace,
+    // then at most as long again for strays) before its parent's grace ends
+    // and the parent's SIGKILL lands: half the parent's grace at most.
+    if let Some(parent) = std::env::var("SLURP_GRACE_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+    {
+        grace = grace.min(std::time::Duration::from_millis(parent / 2));
+    }
     let every = match args
         .progress
         .as_deref()

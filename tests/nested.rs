@@ -259,3 +259,47 @@ fn a_nested_entry_past_its_time_limit_stops_its_whole_instance() {
         "cancelled sub/a",
     ]);
 }
+
+/// slurp as a separate process inside a task, three deep, with a leaf whose
+/// processes ignore SIGTERM: Ctrl-C at the top ends every level within the
+/// top's grace plus a second, exit 130, and nothing of the leaf survives.
+#[test]
+fn ctrl_c_through_slurps_run_as_separate_processes_leaves_nothing() {
+    let bin = common::binary();
+    let bin = bin.display();
+    let (_dir, child, pids) = common::start_run(
+        &[
+            (
+                "leaf.slurp",
+                "task leaf: sh -c 'trap \"\" TERM; sleep 60 & echo $! > leafpid; wait'\n",
+            ),
+            (
+                "mid.slurp",
+                &format!("task mid: sh -c 'exec {bin} leaf.slurp'\n"),
+            ),
+            (
+                "w.slurp",
+                &format!("task top: sh -c 'exec {bin} mid.slurp'\n"),
+            ),
+        ],
+        &["--grace", "2s", "w.slurp"],
+        &["leafpid"],
+    );
+    let start = std::time::Instant::now();
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "took {:?}",
+        start.elapsed()
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pids[0]));
+    assert!(
+        stat.map_or(true, |s| s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))),
+        "the leaf's TERM-ignoring process {} survived",
+        pids[0]
+    );
+}

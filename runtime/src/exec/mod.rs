@@ -331,6 +331,9 @@ fn spawn_ranks(
     set("SLURP_NTASKS", OsStr::new(&ntasks));
     set("SLURP_RUN_DIR", launch.run_dir.as_os_str());
     set("SLURP_DEPTH", OsStr::new(&launch.depth.to_string()));
+    // A slurp started inside stops its own tasks within this grace.
+    let grace = launch.grace.as_millis().to_string();
+    set("SLURP_GRACE_MS", OsStr::new(&grace));
     if launch.mem > 0 {
         set("SLURP_MEM", OsStr::new(&launch.mem.to_string()));
     }
