@@ -265,7 +265,7 @@ fn a_nested_entry_past_its_time_limit_stops_its_whole_instance() {
 /// top's grace plus a second, exit 130, and nothing of the leaf survives.
 #[test]
 fn ctrl_c_through_slurps_run_as_separate_processes_leaves_nothing() {
-    let bin = common::binary();
+    let bin = binary();
     let bin = bin.display();
     let (_dir, child, pids) = common::start_run(
         &[
