@@ -285,12 +285,12 @@ fn ctrl_c_through_slurps_run_as_separate_processes_leaves_nothing() {
         &["--grace", "2s", "w.slurp"],
         &["leafpid"],
     );
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     common::signal(&child, nix::sys::signal::Signal::SIGINT);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
     assert!(
-        start.elapsed() < std::time::Duration::from_secs(3),
+        start.elapsed() < Duration::from_secs(3),
         "took {:?}",
         start.elapsed()
     );
