@@ -435,3 +435,98 @@ fn ranks_die_with_slurp_even_on_sigkill() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Values a user does not control (file names, stdin, a generated sweep):
+/// substituted into a shell line, each is read back by the shell as exactly
+/// the value — bare, inside `"..."`, inside `'...'`, inside `$(...)` — and
+/// none runs as code; in an exec'd line it is one argv word. `{v:raw}` is
+/// pasted as shell text, as asked.
+#[test]
+fn hostile_values_reach_the_program_exactly_and_never_run() {
+    let values = [
+        "; touch m1",
+        "$(touch m2)",
+        "`touch m3`",
+        "it's",
+        "q\"d",
+        "*",
+        "a|b",
+        "&& touch m4",
+        "two\nlines",
+        "",
+        "~",
+        "a  b",
+        "back\\slash",
+        "$HOME",
+        "'; touch m5; '",
+        "\"; touch m6; \"",
+    ];
+    let list: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    let toml = format!(
+        r#"[[task]]
+name = "bare"
+sweep = {{ v = [{list}] }}
+command = "printf '%s' {{v}} > bare.{{#}}"
+
+[[task]]
+name = "dq"
+sweep = {{ v = [{list}] }}
+command = "printf '%s' \"{{v}}\" > dq.{{#}}"
+
+[[task]]
+name = "sq"
+sweep = {{ v = [{list}] }}
+command = "printf '%s' '{{v}}' > sq.{{#}}"
+
+[[task]]
+name = "sub"
+sweep = {{ v = [{list}] }}
+command = "printf '%s' \"$(printf '%s' {{v}})\" > sub.{{#}}"
+
+[[task]]
+name = "exec"
+sweep = {{ v = [{list}] }}
+command = ["sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", "{{v}}", "exec.{{#}}"]
+"#,
+        list = list.join(", ")
+    );
+    let test = Test::new()
+        .file("w.toml", &toml)
+        .file("r.slurp", "task r[c=touch${IFS}raw-ran]: {c:raw} && true\n");
+    let dir = test.path().to_path_buf();
+    let slurp = |args: &[&str]| {
+        let out = std::process::Command::new(common::binary())
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    slurp(&["--cores", "2", "w.toml"]);
+    for (i, want) in values.iter().enumerate() {
+        // The shell drops trailing newlines of `$(...)` only.
+        for kind in ["bare", "dq", "sq", "sub", "exec"] {
+            let got = std::fs::read_to_string(test.path().join(format!("{kind}.{}", i + 1)))
+                .unwrap_or_else(|e| panic!("{kind}.{}: {e}", i + 1));
+            assert_eq!(&got, want, "{kind} of {want:?}");
+        }
+    }
+    for marker in ["m1", "m2", "m3", "m4", "m5", "m6"] {
+        assert!(
+            !test.path().join(marker).exists(),
+            "a value ran as code: {marker}"
+        );
+    }
+    slurp(&["r.slurp"]);
+    assert!(dir.join("raw-ran").exists(), "{{c:raw}} is shell text");
+    let check = slurp(&["check", "r.slurp"]);
+    assert!(
+        check.contains("`{var:raw}` pasted as shell text"),
+        "{check}"
+    );
+}

@@ -166,12 +166,18 @@ pub struct Command {
     pub shell: Option<ShellReason>,
     /// The command's text in the source, from its first word to its last.
     pub span: Span,
+    /// The command's text when the source holds it escaped (a TOML string:
+    /// `\"` in the file is `"` in the command).
+    pub text: Option<String>,
 }
 
 impl Command {
     /// The text `/bin/sh -c` gets: the source text of the command with
     /// line continuations removed (sh would remove them too).
     pub fn shell_text(&self, src: &str) -> String {
+        if let Some(text) = &self.text {
+            return text.clone();
+        }
         let raw = &src[self.span.range()];
         if raw.contains('\\') {
             raw.replace("\\\r\n", "").replace("\\\n", "")

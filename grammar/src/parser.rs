@@ -694,7 +694,12 @@ impl<'s> Builder<'s> {
         if shell.is_none() {
             shell = shell_by_first_word(&words);
         }
-        Command { words, shell, span }
+        Command {
+            words,
+            shell,
+            span,
+            text: None,
+        }
     }
 
     /// Removes quotes and escapes; notes the first unquoted shell syntax.
@@ -838,7 +843,12 @@ fn simple_command(words: Vec<Word>) -> Command {
         end: words[words.len() - 1].span.end,
     };
     let shell = shell_by_first_word(&words);
-    Command { words, shell, span }
+    Command {
+        words,
+        shell,
+        span,
+        text: None,
+    }
 }
 
 fn strip_quotes(s: &str) -> &str {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use slurp_grammar::{Command, Diagnostic, Span, SweepValues, SweepVar};
 use slurp_runtime::{
-    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task,
+    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Quote, Request, Source, Task,
     Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 
@@ -492,9 +492,17 @@ impl<'a> Lowerer<'a> {
             errors = true;
         }
         if let Some(reason) = &entry.command.shell {
-            self.notes
-                .shell_lines
-                .push((file, entry.line, reason.what.clone()));
+            let mut why = reason.what.clone();
+            // What `slurp check` says of the line's placeholders.
+            let words = command.words();
+            let pieces = || words.iter().flat_map(|w| &w.0);
+            if pieces().any(|p| matches!(p, Piece::Quoted(..))) {
+                why.push_str("; values quoted for the shell");
+            }
+            if pieces().any(|p| matches!(p, Piece::Var(_))) {
+                why.push_str("; `{var:raw}` pasted as shell text");
+            }
+            self.notes.shell_lines.push((file, entry.line, why));
         }
         let (Some(fields), false) = (fields, errors) else {
             return;
@@ -736,7 +744,7 @@ impl<'a> Lowerer<'a> {
         let mut ok = true;
         if command.shell.is_some() {
             let text = command.shell_text(&self.sources.get(file).text);
-            match compile_text(&text, command.span, vars, substitute) {
+            match compile_shell(&text, command.span, vars) {
                 Ok(t) => words.push(t),
                 Err(d) => {
                     self.error(file, d);
@@ -917,6 +925,74 @@ pub(crate) fn compile_text(
     vars: &[&str],
     substitute: bool,
 ) -> Result<Text, Diagnostic> {
+    compile(text, span, vars, substitute, None)
+}
+
+/// A shell line's text: its placeholders are quoted for `/bin/sh` where
+/// they stand (`{x:raw}` is pasted as it is).
+fn compile_shell(text: &str, span: Span, vars: &[&str]) -> Result<Text, Diagnostic> {
+    compile(text, span, vars, true, Some(&mut ShellQuotes::default()))
+}
+
+/// Where the shell is in a line, read as far as it has been: inside which
+/// quotes, and inside which command substitutions (`$(...)`, backquotes),
+/// each of which starts unquoted again.
+#[derive(Debug, Default)]
+struct ShellQuotes {
+    /// The quote of each open level; the last is the current one.
+    levels: Vec<(Quote, Option<u8>)>,
+    escaped: bool,
+    dollar: bool,
+}
+
+impl ShellQuotes {
+    fn now(&self) -> Quote {
+        self.levels.last().map_or(Quote::Bare, |l| l.0)
+    }
+
+    fn set(&mut self, quote: Quote) {
+        match self.levels.last_mut() {
+            Some(level) => level.0 = quote,
+            None => self.levels.push((quote, None)),
+        }
+    }
+
+    fn feed(&mut self, text: &str) {
+        for b in text.bytes() {
+            let dollar = std::mem::take(&mut self.dollar);
+            if std::mem::take(&mut self.escaped) {
+                continue;
+            }
+            let closes = self.levels.last().and_then(|l| l.1);
+            match (self.now(), b) {
+                (Quote::Single, b'\'') => self.set(Quote::Bare),
+                (Quote::Single, _) => {}
+                (_, b'\\') => self.escaped = true,
+                (Quote::Bare, b'\'') => self.set(Quote::Single),
+                (Quote::Bare, b'"') => self.set(Quote::Double),
+                (Quote::Double, b'"') => self.set(Quote::Bare),
+                (_, b'$') => self.dollar = true,
+                (_, b'(') if dollar => self.levels.push((Quote::Bare, Some(b')'))),
+                (Quote::Bare, b')') if closes == Some(b')') => {
+                    self.levels.pop();
+                }
+                (Quote::Bare, b'`') if closes == Some(b'`') => {
+                    self.levels.pop();
+                }
+                (_, b'`') => self.levels.push((Quote::Bare, Some(b'`'))),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn compile(
+    text: &str,
+    span: Span,
+    vars: &[&str],
+    substitute: bool,
+    mut shell: Option<&mut ShellQuotes>,
+) -> Result<Text, Diagnostic> {
     if !substitute || !text.contains(['{', '}']) {
         return Ok(Text::literal(text));
     }
@@ -933,6 +1009,23 @@ pub(crate) fn compile_text(
             b'}' if bytes.get(i + 1) == Some(&b'}') => {
                 lit.push('}');
                 i += 2;
+            }
+            b'{' if shell.is_some()
+                && text[i + 1..].find('}').is_some_and(|c| {
+                    text[i + 1..i + 1 + c]
+                        .strip_suffix(":raw")
+                        .is_some_and(slurp_grammar::is_identifier)
+                }) =>
+            {
+                // `{x:raw}`: the value pasted into the shell line as it is.
+                let c = text[i + 1..].find('}').unwrap_or(0);
+                let name = &text[i + 1..i + 1 + c - ":raw".len()];
+                let Some(var) = vars.iter().position(|v| *v == name) else {
+                    return Err(unknown_variable(name, span.sub(i, i + c + 2), vars));
+                };
+                flush(&mut lit, &mut pieces);
+                pieces.push(Piece::Var(var as u16));
+                i += c + 2;
             }
             b'{' if i == 0 || bytes[i - 1] != b'$' => {
                 let close = text[i + 1..].find('}').map(|c| i + 1 + c);
@@ -952,30 +1045,20 @@ pub(crate) fn compile_text(
                             } else {
                                 span
                             };
-                            let mut d = Diagnostic::new(
-                                "slurp::unknown_variable",
-                                format!("unknown variable `{{{name}}}`"),
-                            )
-                            .label(
-                                at,
-                                if vars.is_empty() {
-                                    "this line has no sweep".to_owned()
-                                } else {
-                                    format!("not one of {}", vars.join(", "))
-                                },
-                            );
-                            d = match attrs::did_you_mean(name, vars.iter().copied()) {
-                                Some(near) => d.help(format!("did you mean `{{{near}}}`? (write `{{{{{name}}}}}` for literal braces)")),
-                                None => d.help(format!("placeholders name sweep variables, as `task t[{name}=1..3]: echo {{{name}}}`; write `{{{{{name}}}}}` for literal braces")),
-                            };
-                            return Err(d);
+                            return Err(unknown_variable(name, at, vars));
                         };
                         flush(&mut lit, &mut pieces);
-                        pieces.push(Piece::Var(var as u16));
+                        pieces.push(match shell.as_deref() {
+                            Some(quotes) => Piece::Quoted(var as u16, quotes.now()),
+                            None => Piece::Var(var as u16),
+                        });
                         i += name.len() + 2;
                     }
                     _ => {
                         lit.push('{');
+                        if let Some(quotes) = shell.as_deref_mut() {
+                            quotes.feed("{");
+                        }
                         i += 1;
                     }
                 }
@@ -988,12 +1071,38 @@ pub(crate) fn compile_text(
                     .find(['{', '}'])
                     .map_or(text.len(), |n| after + n);
                 lit.push_str(&text[i..next]);
+                if let Some(quotes) = shell.as_deref_mut() {
+                    quotes.feed(&text[i..next]);
+                }
                 i = next;
             }
         }
     }
     flush(&mut lit, &mut pieces);
     Ok(Text(pieces))
+}
+
+fn unknown_variable(name: &str, at: Span, vars: &[&str]) -> Diagnostic {
+    let d = Diagnostic::new(
+        "slurp::unknown_variable",
+        format!("unknown variable `{{{name}}}`"),
+    )
+    .label(
+        at,
+        if vars.is_empty() {
+            "this line has no sweep".to_owned()
+        } else {
+            format!("not one of {}", vars.join(", "))
+        },
+    );
+    match attrs::did_you_mean(name, vars.iter().copied()) {
+        Some(near) => d.help(format!(
+            "did you mean `{{{near}}}`? (write `{{{{{name}}}}}` for literal braces)"
+        )),
+        None => d.help(format!(
+            "placeholders name sweep variables, as `task t[{name}=1..3]: echo {{{name}}}`; write `{{{{{name}}}}}` for literal braces"
+        )),
+    }
 }
 
 fn flush(lit: &mut String, pieces: &mut Vec<Piece>) {

@@ -211,6 +211,7 @@ pub(crate) fn entries(file: FileId, sources: &Sources, diags: &mut Vec<Located>)
                             .collect(),
                         shell: None,
                         span: at,
+                        text: None,
                     },
                     CommandDef::Argv(_) => {
                         error(
@@ -221,6 +222,9 @@ pub(crate) fn entries(file: FileId, sources: &Sources, diags: &mut Vec<Located>)
                     }
                     CommandDef::Line(line) => match slurp_grammar::parse_command(line) {
                         Ok(mut c) => {
+                            // The shell text is the string's, not the TOML's
+                            // source text (which may hold escapes).
+                            c.text = Some(c.shell_text(line));
                             // Point into the TOML: the string starts after its quote.
                             let shift = |s: &mut Span| {
                                 *s = Span::new(
@@ -260,6 +264,7 @@ pub(crate) fn entries(file: FileId, sources: &Sources, diags: &mut Vec<Located>)
                     ],
                     shell: None,
                     span: at,
+                    text: None,
                 }
             }
             (Some(command), Some(_)) => {

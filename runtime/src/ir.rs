@@ -308,6 +308,15 @@ impl Template {
                         .values
                         .value(positions[*var as usize], &mut out);
                 }
+                Piece::Quoted(var, quote) => {
+                    let positions =
+                        positions.get_or_insert_with(|| self.positions(index).collect::<Vec<_>>());
+                    let mut value = String::new();
+                    self.sweep[*var as usize]
+                        .values
+                        .value(positions[*var as usize], &mut value);
+                    quote.write(&value, &mut out);
+                }
             }
         }
         out
@@ -417,10 +426,54 @@ impl Text {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Piece {
     Lit(Box<str>),
-    /// The value of sweep axis `n`.
+    /// The value of sweep axis `n`, as it is.
     Var(u16),
+    /// The value of sweep axis `n` in a line for `/bin/sh`, quoted so the
+    /// shell reads it as exactly the value, where it stands (`Quote`).
+    Quoted(u16, Quote),
     /// `{#}`: the 1-based index of the instance within its sweep.
     Index,
+}
+
+/// Where a placeholder stands in a shell line: outside quotes, inside
+/// `'...'` or inside `"..."`. Its value is written so that the shell reads
+/// back exactly the value, as one word where it is a word of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quote {
+    Bare,
+    Single,
+    Double,
+}
+
+impl Quote {
+    /// Characters that mean nothing to the shell outside quotes.
+    fn plain(c: char) -> bool {
+        c.is_ascii_alphanumeric() || "_-./,:=+@%^".contains(c)
+    }
+
+    /// `value` as the shell must see it here.
+    pub fn write(self, value: &str, out: &mut String) {
+        match self {
+            Quote::Bare if !value.is_empty() && value.chars().all(Quote::plain) => {
+                out.push_str(value)
+            }
+            Quote::Bare => {
+                out.push('\'');
+                out.push_str(&value.replace('\'', "'\\''"));
+                out.push('\'');
+            }
+            // Close the quote, an escaped quote, reopen.
+            Quote::Single => out.push_str(&value.replace('\'', "'\\''")),
+            Quote::Double => {
+                for c in value.chars() {
+                    if matches!(c, '$' | '`' | '"' | '\\') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+            }
+        }
+    }
 }
 
 /// A command with placeholders. For a shell command there is one word: the

@@ -18,8 +18,8 @@ pub mod run;
 pub mod slurm;
 
 pub use ir::{
-    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Request, Source, Task, TaskId,
-    Template, TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Quote, Request, Source, Task,
+    TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
 pub use resources::{Capacity, Machine, Shortfall, amount, format_bytes};
