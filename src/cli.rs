@@ -441,6 +441,13 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
             )?;
         }
     }
+    for (file, line, program) in &loaded.notes.almost_legacy {
+        writeln!(
+            out,
+            "  note          {}:{line} starts with a number but is not `NCORES 0|1 COMMAND`: it runs the program `{program}`",
+            loaded.sources.get(*file).display
+        )?;
+    }
     let (cores, gpus, mem, largest) =
         root.tasks
             .iter()

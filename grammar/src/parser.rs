@@ -220,24 +220,19 @@ impl<'s> Builder<'s> {
             end: words[words.len() - 1].span.end,
         };
         let line_no = self.line_of(first.span.start as usize);
-        let numeric = first
-            .text
-            .trim_start_matches(['+', '-'])
-            .starts_with(|c: char| c.is_ascii_digit())
-            && first.text.len() - first.text.trim_start_matches(['+', '-']).len() <= 1;
-        let kind = if numeric {
+        // Legacy: a whole number, then 0 or 1 (the grammar's rule).
+        let whole = |w: &Word| !w.text.is_empty() && w.text.bytes().all(|b| b.is_ascii_digit());
+        let flag = words
+            .get(1)
+            .filter(|f| whole(first) && matches!(f.text.as_str(), "0" | "1"))
+            .map(|f| Spanned::new(f.text == "1", f.span));
+        let kind = if let Some(single_node) = flag {
+            // NCORES 0 or past u32, or no command: the grammar says so.
             let ncores = first.text.parse::<u32>().ok().filter(|&n| n > 0)?;
-            let flag = words.get(1)?;
-            let single_node = match flag.text.as_str() {
-                "0" => false,
-                "1" => true,
-                _ => return None,
-            };
             if words.len() < 3 {
                 return None;
             }
             let ncores = Spanned::new(ncores, first.span);
-            let single_node = Spanned::new(single_node, flag.span);
             let words = words.split_off(2);
             ItemKind::Legacy(LegacyLine {
                 ncores,
@@ -633,42 +628,19 @@ impl<'s> Builder<'s> {
         let mut command = None;
         for part in parts {
             match part.as_rule() {
+                // The grammar takes only `0` or `1` here.
                 Rule::legacy_flag => {
-                    let flag_span = self.span_of(&part);
-                    match part.as_str() {
-                        "0" => single_node = Some(Spanned::new(false, flag_span)),
-                        "1" => single_node = Some(Spanned::new(true, flag_span)),
-                        other => self.error(
-                            Diagnostic::new(
-                                "slurp::legacy_singlenode",
-                                format!("SINGLENODE must be 0 or 1, found `{other}`"),
-                            )
-                            .label(
-                                flag_span,
-                                "expected `0` (anywhere) or `1` (all copies on one node)",
-                            )
-                            .help("the line is `NCORES SINGLENODE COMMAND [ARGS...]`"),
-                        ),
-                    }
+                    single_node = Some(Spanned::new(part.as_str() == "1", self.span_of(&part)));
                 }
                 Rule::command => command = Some(self.parse_command(part)),
                 rule => unreachable!("legacy line part, not {rule:?}"),
             }
         }
-        let flag_seen = single_node.is_some();
         if command.is_none() {
-            let what = if flag_seen {
-                "COMMAND"
-            } else {
-                "SINGLENODE and COMMAND"
-            };
             self.error(
-                Diagnostic::new(
-                    "slurp::legacy_incomplete",
-                    format!("legacy line is missing {what}"),
-                )
-                .label(span, "expected `NCORES SINGLENODE COMMAND [ARGS...]`")
-                .help("for example `4 1 ./simulate input.dat`: 4 copies, all on one node"),
+                Diagnostic::new("slurp::legacy_incomplete", "legacy line is missing COMMAND")
+                    .label(span, "expected `NCORES SINGLENODE COMMAND [ARGS...]`")
+                    .help("for example `4 1 ./simulate input.dat`: 4 copies, all on one node"),
             );
         }
         Some(LegacyLine {

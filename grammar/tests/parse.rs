@@ -192,16 +192,17 @@ fn unbalanced_quote_points_at_the_opening_quote() {
 
 #[test]
 fn legacy_errors_point_at_the_field() {
-    let src = "0 1 echo\n3 2 echo\n6x 0 echo\n4\n";
+    // Only `NUMBER 0|1 ...` is legacy: `3 2 echo`, `6x 0 echo` and `4` are
+    // plain commands.
+    let src = "0 1 echo\n3 2 echo\n6x 0 echo\n4\n99999999999 0 echo\n4 1\n";
     let diags = errors(src);
     let got: Vec<_> = diags.iter().map(|d| (d.code, pointed(src, d))).collect();
     assert_eq!(
         got,
         [
             ("slurp::legacy_ncores", "0"),
-            ("slurp::legacy_singlenode", "2"),
-            ("slurp::legacy_ncores", "6x"),
-            ("slurp::legacy_incomplete", "4"),
+            ("slurp::legacy_ncores", "99999999999"),
+            ("slurp::legacy_incomplete", "4 1"),
         ]
     );
 }

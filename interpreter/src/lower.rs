@@ -54,6 +54,9 @@ pub const MAX_DEPTH: usize = 64;
 pub struct Notes {
     /// Lines that run through `/bin/sh -c`: file, line, why.
     pub shell_lines: Vec<(FileId, u32, String)>,
+    /// Plain lines that start with a number, as a legacy line does, but are
+    /// not one (`4 2 ./sim`): file, line, the program they run.
+    pub almost_legacy: Vec<(FileId, u32, String)>,
 }
 
 pub(crate) struct Lowerer<'a> {
@@ -269,7 +272,19 @@ impl<'a> Lowerer<'a> {
                 workflow,
             ),
             EntryKind::Legacy { .. } => (None, Vec::new(), LineKind::Legacy, false, None),
-            EntryKind::Plain => (None, Vec::new(), LineKind::Plain, false, None),
+            EntryKind::Plain => {
+                let first = entry.command.words.first().map_or("", |w| w.text.as_str());
+                let digits = first.trim_start_matches(['+', '-']);
+                if !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && entry.command.words.len() > 1
+                {
+                    self.notes
+                        .almost_legacy
+                        .push((file, entry.line, first.to_owned()));
+                }
+                (None, Vec::new(), LineKind::Plain, false, None)
+            }
         };
         let axes: Vec<Axis> = sweep.iter().map(to_axis).collect();
         let var_names: Vec<&str> = axes.iter().map(|a| &*a.name).collect();
