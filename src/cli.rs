@@ -914,6 +914,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         depth,
         resume: resume.credits.clone(),
         joblog: args.joblog.clone(),
+        joblog_append: resume.from.is_some(),
     };
     let files: Vec<(String, &str)> = loaded
         .sources

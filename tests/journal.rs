@@ -463,7 +463,7 @@ fn joblog_in_gnu_parallel_format() {
     assert_eq!(rows.len(), 3);
     let bad = rows
         .iter()
-        .find(|r| r[8] == "sh -c exit 7")
+        .find(|r| r[8] == "sh -c 'exit 7'")
         .expect("a row for the failing task");
     assert_eq!((bad[6], bad[7]), ("7", "0"));
     assert!(
@@ -471,6 +471,54 @@ fn joblog_in_gnu_parallel_format() {
         "start time in seconds since the epoch"
     );
     assert!(rows.iter().skip(1).all(|r| r.len() == 9 && r[1] == ":"));
+}
+
+/// `slurp resume` adds to the first run's joblog (as `parallel --resume`
+/// does): its lines stay, the header once, Seq numbering on; every Command
+/// can be pasted back into a shell.
+#[test]
+fn resume_appends_to_the_joblog_and_commands_paste_back() {
+    let test = Test::new().file(
+        "w.slurp",
+        "task ok: printf '%s' 'a b'\ntask bad: sh -c 'test -e fixed'\ntask sh: echo $((1+1)) > two\n",
+    );
+    let dir = test.path().to_path_buf();
+    assert_eq!(
+        run_in(&dir, &["--joblog", "jobs.tsv", "w.slurp"])
+            .status
+            .code(),
+        Some(1)
+    );
+    let first = std::fs::read_to_string(dir.join("jobs.tsv")).unwrap();
+    std::fs::write(dir.join("fixed"), "").unwrap();
+    assert!(run_in(&dir, &["resume"]).status.success());
+    let log = std::fs::read_to_string(dir.join("jobs.tsv")).unwrap();
+    assert!(
+        log.starts_with(&first),
+        "the first run's lines are kept:\n{log}"
+    );
+    assert_eq!(log.matches("Seq\t").count(), 1, "{log}");
+    let rows: Vec<Vec<&str>> = log
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        4,
+        "three attempts, then the rerun of `bad`:\n{log}"
+    );
+    let seqs: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(seqs[3], 4, "Seq goes on: {seqs:?}");
+    let commands: Vec<&str> = rows.iter().map(|r| r[8]).collect();
+    assert!(commands.contains(&"echo $((1+1)) > two"), "{commands:?}");
+    // Pasted into a shell, the exec'd task's row runs what the task ran.
+    let printf = commands.iter().find(|c| c.starts_with("printf")).unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", printf])
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"a b", "{printf}");
 }
 
 #[test]

@@ -71,6 +71,9 @@ pub struct RunOptions {
     pub resume: std::collections::HashMap<u64, usize>,
     /// `--joblog FILE`: GNU parallel's tab-separated log of attempts.
     pub joblog: Option<PathBuf>,
+    /// Add to an existing joblog (a resumed run, as `parallel --resume`
+    /// does) instead of starting it anew.
+    pub joblog_append: bool,
     /// The Slurm job slurp runs in: ranks start as its steps, node `n` of
     /// the instance being the job's node `n`.
     pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
@@ -157,6 +160,40 @@ impl Report {
     }
 }
 
+const JOBLOG_HEADER: &[u8] =
+    b"Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n";
+
+/// The joblog at `path`: created anew with its header, or — `append`, for
+/// a resumed run — kept, its header written only if it is empty.
+fn open_joblog(path: &std::path::Path, append: bool) -> std::io::Result<std::fs::File> {
+    let named =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut file = if append {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(named)?
+    } else {
+        std::fs::File::create(path).map_err(named)?
+    };
+    if file.metadata().map_err(named)?.len() == 0 {
+        std::io::Write::write_all(&mut file, JOBLOG_HEADER).map_err(named)?;
+    }
+    Ok(file)
+}
+
+/// The largest `Seq` of an existing joblog (0 if none), so a resumed run
+/// numbers on from it.
+fn last_seq(path: &std::path::Path) -> u64 {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split('\t').next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+}
+
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -234,17 +271,13 @@ pub async fn run(
         journal_error: false,
         credits: opts.resume.clone(),
         joblog: match &opts.joblog {
-            Some(path) => {
-                let mut file = std::fs::File::create(path)?;
-                std::io::Write::write_all(
-                    &mut file,
-                    b"Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n",
-                )?;
-                Some(file)
-            }
+            Some(path) => Some(open_joblog(path, opts.joblog_append)?),
             None => None,
         },
-        seq: 0,
+        seq: match &opts.joblog {
+            Some(path) if opts.joblog_append => last_seq(path),
+            _ => 0,
+        },
         seqs: Default::default(),
         done_tx,
         line_tx,
@@ -760,11 +793,26 @@ impl Driver<'_> {
             Outcome::SpawnError => (127, 0),
         };
         let inst = &self.instances[finished.instance as usize];
-        let command = self
-            .program
-            .workflow(inst.workflow)
-            .argv(finished.task)
-            .join(" ");
+        let workflow = self.program.workflow(inst.workflow);
+        let argv = workflow.argv(finished.task);
+        // As a shell would take it back: a shell line's text, or each word
+        // quoted.
+        let command = if workflow
+            .template(workflow.task(finished.task).template)
+            .command
+            .shell
+        {
+            argv.last().cloned().unwrap_or_default()
+        } else {
+            let mut line = String::new();
+            for (i, word) in argv.iter().enumerate() {
+                if i > 0 {
+                    line.push(' ');
+                }
+                crate::Quote::Bare.write(word, &mut line);
+            }
+            line
+        };
         let end = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
