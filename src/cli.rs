@@ -191,6 +191,14 @@ enum Command {
     /// site's traces, generate workloads, play rollouts for the trainer
     #[command(subcommand)]
     Policy(crate::policy::PolicyCommand),
+    /// Print a shell's completion script: `slurp completions bash >
+    /// /etc/bash_completion.d/slurp` (or zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print slurp's man page (roff): `slurp man > /usr/local/share/man/man1/slurp.1`
+    Man,
     /// Show the resources this instance owns (detected, or as overridden)
     Resources {
         /// Print JSON instead of text
@@ -205,31 +213,31 @@ enum Command {
 #[derive(Args, Debug, Clone)]
 struct InstanceArgs {
     /// Cores per node (default: what this process may use)
-    #[arg(long, value_name = "N", global = true)]
+    #[arg(long, value_name = "N")]
     cores: Option<u32>,
     /// GPUs per node (default: visible NVIDIA GPUs)
-    #[arg(long, value_name = "N", global = true)]
+    #[arg(long, value_name = "N")]
     gpus: Option<u32>,
     /// Memory per node, e.g. `64G` (default: total memory, bounded by the cgroup)
-    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
     /// Number of nodes (default: 1)
-    #[arg(long, value_name = "N", global = true)]
+    #[arg(long, value_name = "N")]
     nodes: Option<u32>,
     /// Where tasks run: `auto` starts them as job steps (`srun`) when slurp
     /// is the program of a Slurm job, here otherwise; `local` always here;
     /// `slurm` submits every task as a Slurm job (sbatch) and follows them;
     /// `flux` as a Flux job (flux job submit)
-    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm", "flux"], global = true)]
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = ["auto", "local", "slurm", "flux"])]
     backend: String,
     /// Inside a Slurm job: start `all` ranks as job steps (srun; each is
     /// accounted by Slurm), or only those on `remote` nodes, starting the
     /// ones on slurp's own node directly, bound to the job's CPUs there
     /// (far cheaper for many short tasks)
-    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "remote"], global = true)]
+    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "remote"])]
     srun: String,
     /// Refuse workflows that expand to more tasks than this
-    #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS, global = true)]
+    #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS)]
     max_tasks: u64,
 }
 
@@ -300,11 +308,72 @@ impl InstanceArgs {
     }
 }
 
+/// `text` on stdout; a reader that stopped early (`| head`) is no error.
+fn print_all(text: &[u8]) -> io::Result<ExitCode> {
+    use io::Write as _;
+    match io::stdout().lock().write_all(text) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `slurp WORD ...` where WORD is neither a subcommand nor a file here: what
+/// the user most likely meant, instead of clap's complaint about the words
+/// after it.
+fn not_a_word_here(word: &str) -> Option<String> {
+    if word.starts_with('-') || word.contains(['/', '.']) || Path::new(word).exists() {
+        return None;
+    }
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .filter(|n| *n != "help")
+        .collect();
+    if names.contains(&word) {
+        return None;
+    }
+    let near = names
+        .iter()
+        .map(|n| (strsim::jaro_winkler(word, n), *n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let mut text = format!("error: no such file `{word}`, and `{word}` is not a subcommand\n");
+    match near {
+        Some((_, name)) => text.push_str(&format!("hint: did you mean the subcommand `{name}`?\n")),
+        None => text.push_str(&format!("hint: the subcommands are {}\n", names.join(", "))),
+    }
+    Some(text)
+}
+
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let first = std::env::args().nth(1).unwrap_or_default();
+            let plain = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if let Some(text) = (!plain).then(|| not_a_word_here(&first)).flatten() {
+                eprint!("{text}");
+                return ExitCode::from(2);
+            }
+            e.exit()
+        }
+    };
     let result = match cli.command {
         None => match cli.file {
-            Some(file) => run_file(&file, &cli.run, Resume::fresh()),
+            Some(file) => {
+                if let Some(text) = not_a_word_here(&file.to_string_lossy()) {
+                    eprint!("{text}");
+                    return ExitCode::from(2);
+                }
+                run_file(&file, &cli.run, Resume::fresh())
+            }
             None => {
                 let _ = <Cli as clap::CommandFactory>::command().print_help();
                 return ExitCode::from(2);
@@ -326,6 +395,19 @@ pub fn run() -> ExitCode {
         Some(Command::Report { run, output }) => crate::report::report(run.as_deref(), &output),
         Some(Command::Sim(args)) => crate::sim::sim(&args),
         Some(Command::Policy(command)) => crate::policy::policy(&command),
+        Some(Command::Completions { shell }) => {
+            // Into memory first: the generator panics on a closed pipe.
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "slurp", &mut text);
+            print_all(&text)
+        }
+        Some(Command::Man) => {
+            let mut text = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut text)
+                .and_then(|()| print_all(&text))
+        }
     };
     match result {
         Ok(code) => code,
