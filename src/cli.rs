@@ -133,7 +133,9 @@ enum Command {
         #[command(flatten)]
         instance: InstanceArgs,
     },
-    /// Print the Flux jobspec (RFC 25, version 1) of each task, one JSON object per line
+    /// Print the Flux jobspec (RFC 25, version 1) of each task, one JSON object per line;
+    /// tasks are checked against an instance only when one is declared
+    /// (--cores, --gpus, --mem, --nodes, --backend slurm|flux)
     Jobspec {
         /// Workflow file; `-` reads standard input
         file: PathBuf,
@@ -555,7 +557,23 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
 }
 
 fn jobspec(file: &Path, only: Option<&str>, instance: &InstanceArgs) -> io::Result<ExitCode> {
-    let opts = instance.options()?;
+    let mut opts = instance.options()?;
+    // Jobspecs are for a cluster: tasks are checked against an instance
+    // only when one is declared (--cores, --gpus, --mem, --nodes, or a
+    // Slurm or Flux backend), not against this machine.
+    let declared = instance.cores.is_some()
+        || instance.gpus.is_some()
+        || instance.mem.is_some()
+        || instance.nodes.is_some()
+        || instance.backend != "auto";
+    if !declared {
+        opts.capacity = Capacity {
+            nodes: 1 << 16,
+            cores_per_node: 1 << 16,
+            gpus_per_node: 1 << 12,
+            mem_per_node: 1 << 50,
+        };
+    }
     let loaded = match load(file, &opts) {
         Ok(loaded) => loaded,
         Err(code) => return Ok(code),

@@ -223,3 +223,20 @@ fn the_schema_rejects_what_flux_rejects() {
         assert!(!validator.is_valid(&bad), "schema accepted {bad}");
     }
 }
+
+/// Jobspecs are for a cluster: the proof of concept's `a.slurp` (6-core
+/// tasks) prints on any machine, and is checked only against an instance
+/// the user declares.
+#[test]
+fn capacity_is_checked_only_against_a_declared_instance() {
+    let a = repo().join("examples/naval/a.slurp");
+    let a = a.to_str().unwrap();
+    // This machine has fewer cores than 6 in CI, or not: it does not matter.
+    let run = Test::new().args(&["jobspec", a]).run().success();
+    assert_eq!(run.jobspecs().len(), 5);
+    Test::new()
+        .args(&["jobspec", "--cores", "2", a])
+        .run()
+        .invalid()
+        .stderr_has(&["asks for 6 cores", "the instance has 2 cores"]);
+}
