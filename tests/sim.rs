@@ -234,7 +234,11 @@ fn the_table_lists_every_policy_and_the_plot_is_an_svg() {
     }
     let svg = std::fs::read_to_string(test.path().join("cmp.svg")).expect("the plot was written");
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-    for text in ["average bounded slowdown", "sjf+easy", "conservative"] {
+    for text in [
+        "average bounded slowdown, log scale",
+        "sjf+easy",
+        "conservative",
+    ] {
         assert!(svg.contains(text), "the chart lacks {text:?}");
     }
 }

@@ -1,6 +1,9 @@
 //! The comparison as a picture: one bar chart per measure, a bar per
 //! policy, in one self-contained SVG (plotters' SVG backend); and a
-//! trainer's learning curve.
+//! trainer's learning curve. Slowdowns and waits span orders of magnitude
+//! across policies (FCFS's can be a hundred times EASY's), so their panels
+//! are on a log scale, where a linear one would flatten every bar but the
+//! tallest; utilisation stays linear.
 
 use plotters::prelude::*;
 
@@ -9,19 +12,47 @@ use crate::PolicyResult;
 /// Reads one measure from a result.
 type Measure = fn(&PolicyResult) -> f64;
 
-/// The measures drawn, with how to read each from a result.
-const PANELS: [(&str, Measure); 4] = [
-    ("average bounded slowdown (lower is better)", |r| {
-        r.summary.avg_bounded_slowdown
-    }),
-    ("worst user's bounded slowdown (lower is better)", |r| {
-        r.summary.worst_user_bounded_slowdown
-    }),
-    ("average wait, hours (lower is better)", |r| {
-        r.summary.avg_wait / 3600.0
-    }),
-    ("utilisation (higher is better)", |r| r.summary.utilisation),
+/// The measures drawn, with how to read each from a result, and whether
+/// on a log scale.
+const PANELS: [(&str, Measure, bool); 4] = [
+    (
+        "average bounded slowdown, log scale (lower is better)",
+        |r| r.summary.avg_bounded_slowdown,
+        true,
+    ),
+    (
+        "worst user's bounded slowdown, log scale (lower is better)",
+        |r| r.summary.worst_user_bounded_slowdown,
+        true,
+    ),
+    (
+        "average wait, hours, log scale (lower is better)",
+        |r| r.summary.avg_wait / 3600.0,
+        true,
+    ),
+    (
+        "utilisation (higher is better)",
+        |r| r.summary.utilisation,
+        false,
+    ),
 ];
+
+/// A panel's vertical axis: linear from 0, or log10 of the values (bars
+/// then start below the smallest one).
+#[derive(Clone, Copy)]
+struct Axis {
+    log: bool,
+}
+
+impl Axis {
+    fn y(self, v: f64) -> f64 {
+        if self.log { v.log10() } else { v }
+    }
+
+    fn value(self, y: f64) -> f64 {
+        if self.log { 10f64.powf(y) } else { y }
+    }
+}
 
 /// Renders `results` under `title` as SVG text.
 pub fn svg(title: &str, results: &[PolicyResult]) -> Result<String, String> {
@@ -45,20 +76,33 @@ fn draw(
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 24))?;
     let names: Vec<String> = results.iter().map(|r| r.policy.clone()).collect();
-    for (area, (caption, value)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
+    for (area, (caption, value, log)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
         let values: Vec<f64> = results.iter().map(value).collect();
         let top = values
             .iter()
             .copied()
             .fold(0.0, f64::max)
-            .max(f64::MIN_POSITIVE)
-            * 1.15;
+            .max(f64::MIN_POSITIVE);
+        let least = values
+            .iter()
+            .copied()
+            .filter(|&v| v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        // A log scale needs positive values; all zero (no wait) stays linear.
+        let axis = Axis {
+            log: log && least.is_finite() && top > 0.0,
+        };
+        let (bottom, top) = if axis.log {
+            (least.log10() - 0.3, top.log10() + 0.3)
+        } else {
+            (0.0, top * 1.15)
+        };
         let mut chart = ChartBuilder::on(area)
             .caption(caption, ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d((0..values.len()).into_segmented(), 0.0..top)?;
+            .build_cartesian_2d((0..values.len()).into_segmented(), bottom..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -67,14 +111,17 @@ fn draw(
                 SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
-            .y_label_formatter(&|y| format_value(*y))
+            .y_label_formatter(&|y| format_value(axis.value(*y)))
             .draw()?;
         chart.draw_series(values.iter().enumerate().map(|(i, &v)| {
             let colour = Palette99::pick(i).filled();
             let mut bar = Rectangle::new(
                 [
-                    (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), v),
+                    (SegmentValue::Exact(i), bottom),
+                    (
+                        SegmentValue::Exact(i + 1),
+                        axis.y(v.max(f64::MIN_POSITIVE)).max(bottom),
+                    ),
                 ],
                 colour,
             );
@@ -84,7 +131,10 @@ fn draw(
         chart.draw_series(values.iter().enumerate().map(|(i, &v)| {
             Text::new(
                 format_value(v),
-                (SegmentValue::CenterOf(i), v),
+                (
+                    SegmentValue::CenterOf(i),
+                    axis.y(v.max(f64::MIN_POSITIVE)).max(bottom),
+                ),
                 ("sans-serif", 12).into_font().color(&BLACK),
             )
         }))?;
