@@ -67,6 +67,14 @@ pub struct TrainArgs {
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
+    /// evolve: start from this model's network (its layers replace
+    /// --hidden): to go on training one, or adapt it to a site
+    #[arg(long, value_name = "MODEL.onnx")]
+    init: Option<PathBuf>,
+    /// evolve: the search's initial step size (default: 0.5, or 0.1 from
+    /// --init)
+    #[arg(long, value_name = "S")]
+    sigma: Option<f64>,
     /// evolve: proposals a generation (default: CMA-ES's for the size)
     #[arg(long, value_name = "N")]
     population: Option<usize>,
@@ -220,7 +228,34 @@ fn evolve(
         stages.push((name, workload, windows));
     }
     let arena = Arena::new(stages);
-    let shape = Shape { hidden };
+    let (shape, start) = match &args.init {
+        None => (Shape { hidden }, None),
+        Some(path) => {
+            let layers = Model::load(path, None)
+                .map_err(|e| e.to_string())
+                .and_then(|m| {
+                    m.layers().ok_or_else(|| {
+                        format!(
+                            "{}: not a per-slot MLP a search can start from",
+                            path.display()
+                        )
+                    })
+                });
+            match layers.as_deref().map(Shape::of) {
+                Ok(Some((shape, params))) => (shape, Some(params)),
+                Ok(None) => {
+                    return usage(format!("{}: its layers do not chain", path.display())).map(Some);
+                }
+                Err(e) => return usage(e).map(Some),
+            }
+        }
+    };
+    let sigma = args
+        .sigma
+        .unwrap_or(if start.is_some() { 0.1 } else { 0.5 });
+    if !(sigma.is_finite() && sigma > 0.0) {
+        return usage("--sigma: a positive step size").map(Some);
+    }
     eprintln!(
         "evolving a network of {} weights (hidden {:?}) on {} windows of the first {split} of {} trace{}, for up to {} s",
         shape.params(),
@@ -233,7 +268,8 @@ fn evolve(
     let opts = Options {
         shape: shape.clone(),
         population: args.population,
-        sigma: 0.5,
+        start,
+        sigma,
         seed: args.seed,
         generations: args.generations,
         time: std::time::Duration::from_secs(args.seconds),

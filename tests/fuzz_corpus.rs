@@ -56,18 +56,33 @@ fn every_loader_input_loads_or_is_diagnosed_and_never_panics() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("w.slurp");
         std::fs::copy(&input, &file).unwrap();
-        let (status, stderr, took) =
-            slurp(dir.path(), &["check", "--cores", "8", "w.slurp"], Duration::from_secs(30));
+        let (status, stderr, took) = slurp(
+            dir.path(),
+            &["check", "--cores", "8", "w.slurp"],
+            Duration::from_secs(30),
+        );
         assert!(
             status == 0 || status == 2,
             "{}: exit {status}\n{stderr}",
             input.display()
         );
-        assert!(!stderr.contains("panicked"), "{}: {stderr}", input.display());
+        assert!(
+            !stderr.contains("panicked"),
+            "{}: {stderr}",
+            input.display()
+        );
         if status == 2 {
-            assert!(stderr.contains("slurp::"), "{}: no diagnostic code\n{stderr}", input.display());
+            assert!(
+                stderr.contains("slurp::"),
+                "{}: no diagnostic code\n{stderr}",
+                input.display()
+            );
         }
-        assert!(took < Duration::from_secs(10), "{}: {took:?}", input.display());
+        assert!(
+            took < Duration::from_secs(10),
+            "{}: {took:?}",
+            input.display()
+        );
     }
 }
 
@@ -86,9 +101,18 @@ fn every_journal_input_gets_an_answer_or_a_named_error() {
             .unwrap()
             .path();
         std::fs::copy(&input, run.join("events.jsonl")).unwrap();
-        for args in [&["runs"][..], &["status"], &["status", "--json"], &["report", "-o", "r.html"]] {
+        for args in [
+            &["runs"][..],
+            &["status"],
+            &["status", "--json"],
+            &["report", "-o", "r.html"],
+        ] {
             let (status, stderr, _) = slurp(dir.path(), args, Duration::from_secs(10));
-            assert!(!stderr.contains("panicked"), "{} {args:?}: {stderr}", input.display());
+            assert!(
+                !stderr.contains("panicked"),
+                "{} {args:?}: {stderr}",
+                input.display()
+            );
             assert!(
                 (0..=2).contains(&status),
                 "{} {args:?}: exit {status}\n{stderr}",

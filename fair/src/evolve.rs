@@ -70,6 +70,26 @@ impl Shape {
             .sum()
     }
 
+    /// The shape of `layers` and their flat parameters (the inverse of
+    /// [`Shape::layers`]); `None` unless they chain from the features to one
+    /// logit.
+    pub fn of(layers: &[Dense]) -> Option<(Shape, Vec<f64>)> {
+        let mut width = FEATURES;
+        let mut params = Vec::new();
+        for l in layers {
+            if l.inputs() != width || l.w.len() != l.inputs() * l.outputs() {
+                return None;
+            }
+            width = l.outputs();
+            params.extend(l.w.iter().chain(&l.b).map(|&x| f64::from(x)));
+        }
+        let hidden = layers[..layers.len().checked_sub(1)?]
+            .iter()
+            .map(Dense::outputs)
+            .collect();
+        (width == 1).then_some((Shape { hidden }, params))
+    }
+
     /// The layers of a flat parameter vector (per layer: weights row-major,
     /// then biases).
     pub fn layers(&self, params: &[f64]) -> Vec<Dense> {
@@ -201,7 +221,9 @@ pub struct Options {
     pub shape: Shape,
     /// Proposals a generation (`None`: CMA-ES's default for the size).
     pub population: Option<usize>,
-    /// The initial step size around the zero network.
+    /// Where the search starts (`None`: the zero network), and the initial
+    /// step size around it.
+    pub start: Option<Vec<f64>>,
     pub sigma: f64,
     pub seed: u64,
     pub generations: usize,
@@ -248,7 +270,17 @@ pub fn evolve(
         }
     };
     let dims = opts.shape.params();
-    let mut options = CMAESOptions::new(vec![0.0; dims], opts.sigma)
+    let start = match &opts.start {
+        Some(p) if p.len() == dims => p.clone(),
+        Some(p) => {
+            return Err(format!(
+                "the starting network has {} weights, the shape {dims}",
+                p.len()
+            ));
+        }
+        None => vec![0.0; dims],
+    };
+    let mut options = CMAESOptions::new(start, opts.sigma)
         .seed(opts.seed)
         .max_generations(opts.generations.max(1))
         .max_time(opts.time);
@@ -307,5 +339,7 @@ mod tests {
         assert_eq!(layers[0].b, vec![36.0, 37.0, 38.0, 39.0]);
         assert_eq!(layers[1].w, vec![40.0, 41.0, 42.0, 43.0]);
         assert_eq!(layers[1].b, vec![44.0]);
+        assert_eq!(Shape::of(&layers), Some((one, params)), "the inverse");
+        assert_eq!(Shape::of(&layers[..1]), None, "four logits are not one");
     }
 }

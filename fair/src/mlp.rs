@@ -19,6 +19,7 @@
 use tract_onnx::pb::{GraphProto, ModelProto, NodeProto, TensorProto};
 use tract_onnx::prelude::*;
 
+use crate::export::Dense;
 use crate::observe::{FEATURES, Observation, PADDING, SLOTS};
 
 /// The widest hidden layer kept on the stack while evaluating.
@@ -71,6 +72,9 @@ impl Layer {
 #[derive(Debug, Clone)]
 pub struct SlotMlp {
     layers: Vec<Layer>,
+    /// The layers as the file has them (weights, biases, ReLU after), for
+    /// a search that starts from this network (`evolve.rs`).
+    read: Vec<(Dense, bool)>,
     /// The mask's weight: a slot's logit is `mlp(row) + (mask - 1) * big`.
     big: f32,
     /// The logit of a padded slot (the padding row, mask 0).
@@ -91,6 +95,7 @@ impl SlotMlp {
         let mut prev = obs.to_string();
         let mut width = FEATURES;
         let mut layers = Vec::new();
+        let mut read = Vec::new();
         // Layers: MatMul(prev, W) -> Add(., b) [-> Relu], until one output.
         while let Some(node) = nodes.next_if(|n| n.op_type == "MatMul") {
             let (shape, w) = weight(graph, node, &prev)?;
@@ -109,6 +114,7 @@ impl SlotMlp {
             }
             let inputs = layers.last().map_or(FEATURES, Layer::outputs);
             layers.push(Layer::padded(&w, &b, width, inputs, relu.is_some()));
+            read.push((Dense { w, b }, relu.is_some()));
             width = shape[1];
         }
         if layers.is_empty() || width != 1 || layers.iter().any(|l| l.outputs() > MAX_WIDTH) {
@@ -144,12 +150,24 @@ impl SlotMlp {
         }
         let mut mlp = SlotMlp {
             layers,
+            read,
             big,
             padded: 0.0,
             fma: fma_present(),
         };
         mlp.padded = mlp.group(&[PADDING; GROUP], &mut Scratch::default())[0] - mlp.big;
         Some(mlp)
+    }
+
+    /// The layers, if the network is what `export::actor` writes: ReLU
+    /// after every layer but the last.
+    pub fn dense(&self) -> Option<Vec<Dense>> {
+        let n = self.read.len();
+        self.read
+            .iter()
+            .enumerate()
+            .all(|(i, (_, relu))| *relu == (i + 1 < n))
+            .then(|| self.read.iter().map(|(d, _)| d.clone()).collect())
     }
 
     /// The masked logits of one observation, as tract would give them.

@@ -244,6 +244,12 @@ impl Model {
         })
     }
 
+    /// The network's layers, when it is a per-slot MLP of the trainer's
+    /// shape (what a search can start from).
+    pub fn layers(&self) -> Option<Vec<crate::export::Dense>> {
+        self.direct.as_ref().and_then(SlotMlp::dense)
+    }
+
     /// Which evaluator runs the network: `"direct"` (the per-slot MLP,
     /// `mlp.rs`) or `"tract"`.
     pub fn evaluator(&self) -> &'static str {

@@ -125,6 +125,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
     let opts = evolve::Options {
         shape: Shape { hidden: vec![] },
         population: Some(8),
+        start: None,
         sigma: 0.5,
         seed: 1,
         generations: 6,
@@ -146,4 +147,19 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         "{again} vs {}",
         found.loss
     );
+}
+
+#[test]
+fn a_search_can_start_from_a_written_model() {
+    let shape = Shape { hidden: vec![3] };
+    let params: Vec<f64> = (0..shape.params())
+        .map(|i| (i as f64 - 20.0) / 16.0)
+        .collect();
+    let model = evolve::model(&shape, &params, &[]).unwrap();
+    let layers = model.layers().expect("an evolved model's layers read back");
+    let (again, read) = Shape::of(&layers).unwrap();
+    assert_eq!(again, shape);
+    for (a, b) in read.iter().zip(&params) {
+        assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    }
 }
