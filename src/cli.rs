@@ -61,9 +61,11 @@ struct RunArgs {
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare` (the
     /// least-served line or sweep first, Slurm's fair-share factor) alone or
     /// with `+easy` or `+conservative`; or a learned policy choosing the next task,
-    /// `fair` (the model slurp ships, stdlib/policies/MODEL_CARD.md: trained
-    /// on one site, it is less fair elsewhere than `fairshare+easy`, the
-    /// fairer choice for users' fairness) or `fair:MODEL.onnx` (`+easy` to
+    /// `fair` (fair-v1, the model slurp ships, stdlib/policies/MODEL_CARD.md:
+    /// trained on one site, it is less fair elsewhere than `fairshare+easy`),
+    /// `fair-v2` (built in: site-independent, the fairest choice for users'
+    /// fairness on every held-out multi-user workload in slurp's model but
+    /// one, where `fairshare+easy` is) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

@@ -36,7 +36,7 @@ pub enum PolicyCommand {
 
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
-    /// The model: `fair` (the one slurp ships) or MODEL.onnx
+    /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -240,23 +240,18 @@ impl JudgeArgs {
 
 pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::judge::{self, Cell};
-    let spec = if args.model == "fair" {
-        slurp_fair::spec::Spec {
-            model: None,
-            backfill: false,
-        }
-    } else {
-        slurp_fair::spec::Spec {
-            model: Some(PathBuf::from(&args.model)),
-            backfill: false,
-        }
+    let builtin = matches!(args.model.as_str(), "fair" | "fair-v2");
+    let spec = slurp_fair::spec::Spec {
+        model: (!builtin).then(|| PathBuf::from(&args.model)),
+        v2: args.model == "fair-v2",
+        backfill: false,
     };
     let net = match spec.load() {
         Ok(m) => m,
         Err(e) => return Ok(usage(e)),
     };
-    let label = if args.model == "fair" {
-        "fair".to_owned()
+    let label = if builtin {
+        args.model.clone()
     } else {
         std::path::Path::new(&args.model)
             .file_name()

@@ -48,3 +48,18 @@ pub fn shipped() -> Result<Model, String> {
     )
     .map_err(|e| e.to_string())
 }
+
+/// `fair-v2`, `stdlib/policies/fair-v2.onnx`: the site-independent
+/// observation, evolved on generated workloads and RICC's first months
+/// (MODEL_CARD.md). Built in as `--policy fair-v2`; not yet the model
+/// behind `fair`, as it does not pass that check everywhere.
+pub fn shipped_v2() -> Result<Model, String> {
+    const ONNX: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
+    Model::from_bytes(
+        std::path::Path::new("fair-v2.onnx (built in)"),
+        ONNX,
+        None,
+        None,
+    )
+    .map_err(|e| e.to_string())
+}

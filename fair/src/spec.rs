@@ -1,6 +1,6 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships), `fair:MODEL.onnx`, either with `+easy` to backfill around the
-//! task it chose while that waits.
+//! ships, fair-v1), `fair-v2` (built in too), `fair:MODEL.onnx`, any with
+//! `+easy` to backfill around the task it chose while that waits.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,8 +10,10 @@ use crate::Model;
 /// A `fair…` policy name, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
-    /// The model file; `None` for the shipped one.
+    /// The model file; `None` for a built-in one.
     pub model: Option<PathBuf>,
+    /// The built-in `fair-v2` rather than `fair` (fair-v1).
+    pub v2: bool,
     pub backfill: bool,
 }
 
@@ -22,9 +24,10 @@ impl Spec {
             Some(body) => (body, true),
             None => (name, false),
         };
-        if body == "fair" {
+        if body == "fair" || body == "fair-v2" {
             return Some(Ok(Spec {
                 model: None,
+                v2: body == "fair-v2",
                 backfill,
             }));
         }
@@ -36,6 +39,7 @@ impl Spec {
         } else {
             Ok(Spec {
                 model: Some(PathBuf::from(path)),
+                v2: false,
                 backfill,
             })
         })
@@ -47,6 +51,9 @@ impl Spec {
             Some(path) => Model::load(path, None)
                 .map(Arc::new)
                 .map_err(|e| e.to_string()),
+            None if self.v2 => crate::shipped_v2()
+                .map(Arc::new)
+                .map_err(|e| format!("the built-in `fair-v2` model: {e}")),
             None => crate::shipped()
                 .map(Arc::new)
                 .map_err(|e| format!("the shipped `fair` model: {e}")),
@@ -67,13 +74,23 @@ mod tests {
             spec("fair"),
             Some(Spec {
                 model: None,
+                v2: false,
                 backfill: false
+            })
+        );
+        assert_eq!(
+            spec("fair-v2+easy"),
+            Some(Spec {
+                model: None,
+                v2: true,
+                backfill: true
             })
         );
         assert_eq!(
             spec("fair:m.onnx+easy"),
             Some(Spec {
                 model: Some("m.onnx".into()),
+                v2: false,
                 backfill: true
             })
         );

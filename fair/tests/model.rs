@@ -435,6 +435,10 @@ fn the_shipped_model_is_built_in_with_its_normalisers() {
     assert_eq!(model.evaluator(), "direct");
     assert_eq!(model.normalisers.max_procs, 8192.0);
     assert_eq!(model.normalisers.max_user, 176.0);
+    // fair-v2 is built in too: the v2 observation, no normalisers.
+    let v2 = slurp_fair::shipped_v2().expect("fair-v2 loads");
+    assert_eq!(v2.sight, slurp_fair::Sight::V2);
+    assert_eq!(v2.evaluator(), "direct");
 }
 
 #[test]
