@@ -712,7 +712,14 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     };
     let replay = match run {
         Some(prefix) => match crate::console::find_run(&store, Some(prefix))? {
-            Ok(dir) => slurp_runtime::journal::replay(&dir.join("events.jsonl"))?,
+            Ok(dir) => {
+                let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+                if let Some(why) = replay.damage.fatal() {
+                    eprintln!("error: {why}");
+                    return Ok(ExitCode::from(2));
+                }
+                replay
+            }
             Err(why) => {
                 eprintln!("error: {why}");
                 eprintln!("hint: `slurp runs` lists the runs of this directory");
@@ -720,11 +727,19 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
             }
         },
         // The latest run that got as far as its header (one killed before
-        // that ran nothing).
+        // that wrote nothing ran nothing). A damaged latest run is named,
+        // never passed over for an older one of maybe another workflow.
         None => {
             let mut found = None;
             for dir in slurp_runtime::journal::runs(&store)?.iter().rev() {
                 let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+                if let Some(why) = replay.damage.fatal() {
+                    eprintln!("error: the latest run is damaged: {why}");
+                    eprintln!(
+                        "hint: `slurp runs` lists the runs; `slurp resume RUN` resumes an older one"
+                    );
+                    return Ok(ExitCode::from(2));
+                }
                 if !replay.run.is_empty() {
                     found = Some(replay);
                     break;

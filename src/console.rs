@@ -176,6 +176,9 @@ fn store() -> io::Result<Result<std::path::PathBuf, String>> {
 }
 
 fn how(replay: &Replay) -> &'static str {
+    if replay.damage.fatal().is_some() {
+        return "damaged";
+    }
     match replay.ended {
         Some(false) => "ended",
         Some(true) => "interrupted",
@@ -208,10 +211,17 @@ pub fn runs() -> io::Result<ExitCode> {
     };
     let mut out = io::stdout().lock();
     for dir in slurp_runtime::journal::runs(&store)? {
-        let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
         let id = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        // A journal that cannot be read is listed as damaged, with why.
+        let replay = match slurp_runtime::journal::replay(&dir.join("events.jsonl")) {
+            Ok(replay) => replay,
+            Err(e) => {
+                writeln!(out, "{id:<22} {:<12} {e}", "damaged")?;
+                continue;
+            }
+        };
         writeln!(
             out,
             "{id:<22} {:<12} {:<30} {}",
@@ -236,6 +246,10 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     };
     let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl"))?;
+    if let Some(why) = replay.damage.fatal() {
+        eprintln!("error: run {}: {why}", name(dir));
+        return Ok(ExitCode::from(1));
+    }
     let mut out = io::stdout().lock();
     if json {
         let value = serde_json::json!({
@@ -245,6 +259,7 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             "counts": State::ALL.iter().map(|s| (s.name(), replay.counts()[*s as usize])).collect::<std::collections::BTreeMap<_, _>>(),
             "tasks": replay.tasks.iter().map(|(id, (state, reason))| serde_json::json!({"id": id, "state": state, "reason": reason, "attempts": replay.attempts.get(id).copied().unwrap_or(0)})).collect::<Vec<_>>(),
             "torn_last_line": replay.torn,
+            "unreadable_lines": replay.bad_lines,
         });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
@@ -366,12 +381,8 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             "  (the journal's last line is incomplete: the run is being written, or was killed mid-line)"
         )?;
     }
-    if !replay.bad_lines.is_empty() {
-        writeln!(
-            out,
-            "  (lines {:?} of the journal are not records and were skipped)",
-            replay.bad_lines
-        )?;
+    if let Some(note) = replay.damage.skipped() {
+        writeln!(out, "  ({note})")?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -460,32 +471,46 @@ pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
         Ok(dir) => dir,
         Err(code) => return Ok(code),
     };
-    let text = std::fs::read_to_string(dir.join("events.jsonl"))?;
-    let mut out = io::stdout().lock();
-    let mut found = false;
-    for line in text.lines() {
-        let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if record["task"] != task {
-            continue;
-        }
-        found = true;
-        let t = record["t"].as_u64().unwrap_or(0) as f64 / 1000.0;
-        match record["ev"].as_str() {
-            Some("start") => writeln!(
-                out,
-                "{t:>9.3} s  start, attempt {} on cores {}",
-                record["attempt"], record["cores"]
-            )?,
-            Some("state") => writeln!(
-                out,
-                "{t:>9.3} s  {:<9} {}",
-                record["to"].as_str().unwrap_or("?"),
-                describe(&record["reason"])
-            )?,
+    let mut lines = Vec::new();
+    let damage = slurp_runtime::journal::read(&dir.join("events.jsonl"), |_, record| {
+        use slurp_runtime::journal::Record;
+        match record {
+            Record::Start {
+                t,
+                task: of,
+                attempt,
+                cores,
+                ..
+            } if of == task => lines.push(format!(
+                "{:>9.3} s  start, attempt {attempt} on cores {cores:?}",
+                t as f64 / 1000.0
+            )),
+            Record::State {
+                t,
+                task: of,
+                to,
+                reason,
+                ..
+            } if of == task => lines.push(format!(
+                "{:>9.3} s  {:<9} {}",
+                t as f64 / 1000.0,
+                to.name(),
+                describe(&reason)
+            )),
             _ => {}
         }
+    })?;
+    if let Some(why) = damage.fatal() {
+        eprintln!("error: {why}");
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(note) = damage.skipped() {
+        eprintln!("note: {note}");
+    }
+    let found = !lines.is_empty();
+    let mut out = io::stdout().lock();
+    for line in &lines {
+        writeln!(out, "{line}")?;
     }
     if !found {
         eprintln!(
@@ -571,13 +596,9 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Its slurp is gone: the Slurm jobs it submitted may still be queued.
-    let text = std::fs::read_to_string(&events)?;
     let mut jobs: std::collections::BTreeMap<String, (&str, String)> =
         std::collections::BTreeMap::new();
-    for line in text.lines() {
-        let Ok(record) = serde_json::from_str::<slurp_runtime::journal::Record>(line) else {
-            continue;
-        };
+    slurp_runtime::journal::read(&events, |_, record| {
         if let slurp_runtime::journal::Record::State {
             task, to, reason, ..
         } = record
@@ -595,7 +616,7 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
                 None => {}
             }
         }
-    }
+    })?;
     if jobs.is_empty() {
         eprintln!(
             "slurp: run {}: its slurp is gone and it left no Slurm jobs",

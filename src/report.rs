@@ -15,7 +15,14 @@ pub fn report(run: Option<&str>, out: &Path) -> io::Result<ExitCode> {
         Ok(dir) => dir,
         Err(code) => return Ok(code),
     };
-    let (timeline, header) = Timeline::from_journal(&dir.join("events.jsonl"))?;
+    let (timeline, header, damage) = Timeline::from_journal(&dir.join("events.jsonl"))?;
+    if let Some(why) = damage.fatal() {
+        eprintln!("error: {why}; no report written");
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(note) = damage.skipped() {
+        eprintln!("note: {note}");
+    }
     let page = run_page(&timeline, &header);
     write_page(out, &page)?;
     eprintln!(

@@ -576,3 +576,78 @@ fn a_run_directory_and_its_copies_are_the_users_alone() {
     assert_eq!(mode(&run.join("files/0-w.slurp")), 0o600);
     assert_eq!(mode(&run.join("events.jsonl")), 0o600);
 }
+
+/// Issue 22, items 11 and 12: one reader and one policy for a damaged
+/// journal in every command. A latest run whose journal is garbage is
+/// named as damaged — `resume` does not go back to an older run of another
+/// workflow, `report` writes nothing; a bad line mid-file is skipped and
+/// counted, with the path, by `status`, `report` and `log` alike; a journal
+/// replaced by a directory is listed as damaged, not dropped.
+#[test]
+fn a_damaged_journal_is_named_the_same_way_by_every_command() {
+    let test = Test::new()
+        .file("one.slurp", "task a: true\n")
+        .file("two.slurp", "task b: true\ntask c: true\n");
+    let dir = test.path().to_path_buf();
+    assert!(run_in(&dir, &["-q", "one.slurp"]).status.success());
+    assert!(run_in(&dir, &["-q", "two.slurp"]).status.success());
+    let mut runs: Vec<_> = std::fs::read_dir(dir.join(".slurp/runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    let latest = runs[1].join("events.jsonl");
+    let good = std::fs::read_to_string(&latest).unwrap();
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+
+    // Zeroed.
+    std::fs::write(&latest, vec![0u8; 300]).unwrap();
+    let named = format!("{} is damaged: it has no run header", latest.display());
+    let resume = run_in(&dir, &["resume"]);
+    assert_eq!(resume.status.code(), Some(2), "{}", text(&resume));
+    assert!(text(&resume).contains(&named), "{}", text(&resume));
+    assert!(!text(&resume).contains("resuming"), "{}", text(&resume));
+    let status = run_in(&dir, &["status"]);
+    assert_eq!(status.status.code(), Some(1));
+    assert!(text(&status).contains(&named), "{}", text(&status));
+    let report = run_in(&dir, &["report", "-o", "r.html"]);
+    assert_eq!(report.status.code(), Some(1));
+    assert!(text(&report).contains(&named), "{}", text(&report));
+    assert!(!dir.join("r.html").exists(), "no empty report");
+    let listed = text(&run_in(&dir, &["runs"]));
+    assert_eq!(listed.matches("damaged").count(), 1, "{listed}");
+
+    // One bad line in the middle: skipped and counted, the same everywhere.
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(2, "{\"ev\":\"state\",\"t\":");
+    std::fs::write(&latest, lines.join("\n") + "\n").unwrap();
+    let note = format!("1 unreadable line skipped in {} (line 3)", latest.display());
+    for args in [&["status"][..], &["report", "-o", "r.html"], &["log", "b"]] {
+        let out = run_in(&dir, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(&note), "{args:?}: {}", text(&out));
+    }
+
+    // A directory where the journal was.
+    std::fs::remove_file(&latest).unwrap();
+    std::fs::create_dir(&latest).unwrap();
+    let listed = text(&run_in(&dir, &["runs"]));
+    assert!(
+        listed.contains("damaged") && listed.contains("not a regular file"),
+        "{listed}"
+    );
+    let status = run_in(&dir, &["status"]);
+    assert!(!status.status.success());
+    assert!(
+        text(&status).contains(&latest.display().to_string()),
+        "{}",
+        text(&status)
+    );
+}

@@ -120,7 +120,7 @@ fn main() {
     let (mut read, mut render, mut html_len) = (Vec::new(), Vec::new(), 0);
     for _ in 0..5 {
         let started = Instant::now();
-        let (timeline, header): (Timeline, Header) = Timeline::from_journal(&path).unwrap();
+        let (timeline, header, _): (Timeline, Header, _) = Timeline::from_journal(&path).unwrap();
         read.push(started.elapsed());
         let started = Instant::now();
         let page = Page {

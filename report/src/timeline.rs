@@ -5,11 +5,11 @@
 //! nested entry's own attempt marks the slice its instance owned.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, BufRead};
+use std::io;
 use std::path::Path;
 
 use slurp_runtime::core::State;
-use slurp_runtime::journal::Record;
+use slurp_runtime::journal::{Damage, Record};
 
 /// One core or GPU of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -143,65 +143,49 @@ impl Timeline {
         busy as f64 / (cores as f64 * self.horizon as f64)
     }
 
-    /// Reads a run's `events.jsonl`. A torn last line is skipped (a live
-    /// or killed run); other lines that are not records are errors.
-    pub fn from_journal(path: &Path) -> io::Result<(Timeline, Header)> {
-        let file = std::fs::File::open(path)?;
+    /// Reads a run's `events.jsonl` under the journal's one damage policy
+    /// (`slurp_runtime::journal::read`: unreadable lines skipped and
+    /// counted, a torn last line a run being written or killed); what was
+    /// wrong comes back beside the timeline.
+    pub fn from_journal(path: &Path) -> io::Result<(Timeline, Header, Damage)> {
         let mut header = Header::default();
         let mut builder = Builder::default();
-        let mut lines = io::BufReader::new(file).split(b'\n').enumerate().peekable();
-        while let Some((n, line)) = lines.next() {
-            let line = line?;
-            if line.is_empty() {
-                continue;
-            }
-            let record = match serde_json::from_slice::<Record>(&line) {
-                Ok(record) => record,
-                Err(_) if lines.peek().is_none() => break,
-                Err(e) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{}:{}: not a journal record: {e}", path.display(), n + 1),
-                    ));
-                }
-            };
-            match record {
-                Record::Header {
+        let damage = slurp_runtime::journal::read(path, |_, record| match record {
+            Record::Header {
+                run,
+                workflow,
+                started,
+                ..
+            } => {
+                header = Header {
                     run,
                     workflow,
                     started,
-                    ..
-                } => {
-                    header = Header {
-                        run,
-                        workflow,
-                        started,
-                        ended: None,
-                    }
-                }
-                Record::State {
-                    t,
-                    task,
-                    to,
-                    reason,
-                    src,
-                    ..
-                } => builder.state(t, &task, to, &reason, src),
-                Record::Start {
-                    t,
-                    task,
-                    nodes,
-                    cores,
-                    gpus,
-                    ..
-                } => builder.start(t, &task, &nodes, &cores, &gpus),
-                Record::End { t, interrupted } => {
-                    builder.horizon = builder.horizon.max(t);
-                    header.ended = Some(interrupted);
+                    ended: None,
                 }
             }
-        }
-        Ok((builder.finish(TimeUnit::Millis), header))
+            Record::State {
+                t,
+                task,
+                to,
+                reason,
+                src,
+                ..
+            } => builder.state(t, &task, to, &reason, src),
+            Record::Start {
+                t,
+                task,
+                nodes,
+                cores,
+                gpus,
+                ..
+            } => builder.start(t, &task, &nodes, &cores, &gpus),
+            Record::End { t, interrupted } => {
+                builder.horizon = builder.horizon.max(t);
+                header.ended = Some(interrupted);
+            }
+        })?;
+        Ok((builder.finish(TimeUnit::Millis), header, damage))
     }
 }
 

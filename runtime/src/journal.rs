@@ -312,6 +312,8 @@ pub struct Replay {
     pub torn: bool,
     /// A live slurp held the journal when it was read ([`held`]).
     pub held: bool,
+    /// What reading it found wrong ([`read`]).
+    pub damage: Damage,
     /// Lines that are not records of this format, by line number.
     pub bad_lines: Vec<usize>,
 }
@@ -346,59 +348,148 @@ pub fn held(path: &Path) -> bool {
     }
 }
 
-/// Replays `events.jsonl`; a torn last line is noted, not an error.
+/// What reading a journal found wrong with it: the one policy every
+/// command applies (`status`, `runs`, `resume`, `report`, `log`): lines
+/// that are not records are skipped and counted, a last line cut short is
+/// a run being written or killed mid-line, and a journal with no header is
+/// damaged, never taken for an empty run.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Damage {
+    /// The journal read.
+    pub path: PathBuf,
+    /// Line numbers (1-based) that were not records of this format.
+    pub bad_lines: Vec<usize>,
+    /// The last line was cut short.
+    pub torn: bool,
+    /// Lines that were not empty.
+    pub lines: usize,
+    /// A header was read.
+    pub header: bool,
+}
+
+impl Damage {
+    /// Why the run cannot be read at all: text without a header.
+    pub fn fatal(&self) -> Option<String> {
+        (!self.header && self.lines > 0).then(|| {
+            format!(
+                "{} is damaged: it has no run header ({})",
+                self.path.display(),
+                if self.lines == 1 {
+                    "1 line that is not a journal record".to_owned()
+                } else {
+                    format!("{} lines that are not journal records", self.lines)
+                }
+            )
+        })
+    }
+
+    /// What was skipped, for a note: `None` when nothing was.
+    pub fn skipped(&self) -> Option<String> {
+        let n = self.bad_lines.len();
+        (n > 0).then(|| {
+            let shown: Vec<String> = self
+                .bad_lines
+                .iter()
+                .take(5)
+                .map(usize::to_string)
+                .collect();
+            format!(
+                "{n} unreadable line{} skipped in {} (line{} {}{})",
+                if n == 1 { "" } else { "s" },
+                self.path.display(),
+                if n == 1 { "" } else { "s" },
+                shown.join(", "),
+                if n > 5 { ", …" } else { "" }
+            )
+        })
+    }
+}
+
+/// Reads every record of the journal at `path` in order, giving each to
+/// `each` with its line number, under [`Damage`]'s policy. Errors name the
+/// path; a journal that is not a regular file (a directory, a FIFO) is an
+/// error, not a run that vanished or a read that never ends.
+pub fn read(path: &Path, mut each: impl FnMut(usize, Record)) -> io::Result<Damage> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(named)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: not a regular file, so not a journal", path.display()),
+        ));
+    }
+    let file = File::open(path).map_err(named)?;
+    let mut damage = Damage {
+        path: path.to_owned(),
+        ..Damage::default()
+    };
+    let mut lines = io::BufReader::new(file).split(b'\n').enumerate().peekable();
+    while let Some((n, line)) = lines.next() {
+        let line = line.map_err(named)?;
+        let last = lines.peek().is_none();
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        damage.lines += 1;
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(record) => {
+                damage.header |= matches!(record, Record::Header { .. });
+                each(n + 1, record);
+            }
+            Err(_) if last => damage.torn = true,
+            Err(_) => damage.bad_lines.push(n + 1),
+        }
+    }
+    Ok(damage)
+}
+
+/// Replays `events.jsonl` ([`read`]'s policy).
 pub fn replay(path: &Path) -> io::Result<Replay> {
-    let file = File::open(path)?;
     let mut replay = Replay {
         held: held(path),
         ..Replay::default()
     };
-    let mut lines = io::BufReader::new(file).split(b'\n').enumerate().peekable();
-    while let Some((n, line)) = lines.next() {
-        let line = line?;
-        let last = lines.peek().is_none();
-        match serde_json::from_slice::<Record>(&line) {
-            Ok(Record::Header {
-                run,
-                pid,
-                workflow,
-                path,
-                args,
-                started,
-                resumes,
-                ..
-            }) => {
-                replay.resumes = resumes;
-                replay.run = run;
-                replay.pid = pid;
-                replay.workflow = workflow;
-                replay.path = path;
-                replay.args = args;
-                replay.started = started;
-            }
-            Ok(Record::State {
-                task,
-                to,
-                reason,
-                key,
-                src,
-                ..
-            }) => {
-                if let Some(src) = src {
-                    replay.sources.insert(task.clone(), src);
-                }
-                if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
-                    *replay.succeeded.entry(key).or_default() += 1;
-                }
-                replay.tasks.insert(task, (to, reason));
-            }
-            Ok(Record::Start { task, .. }) => *replay.attempts.entry(task).or_default() += 1,
-            Ok(Record::End { interrupted, .. }) => replay.ended = Some(interrupted),
-            Err(_) if line.is_empty() => {}
-            Err(_) if last => replay.torn = true,
-            Err(_) => replay.bad_lines.push(n + 1),
+    let damage = read(path, |_, record| match record {
+        Record::Header {
+            run,
+            pid,
+            workflow,
+            path,
+            args,
+            started,
+            resumes,
+            ..
+        } => {
+            replay.resumes = resumes;
+            replay.run = run;
+            replay.pid = pid;
+            replay.workflow = workflow;
+            replay.path = path;
+            replay.args = args;
+            replay.started = started;
         }
-    }
+        Record::State {
+            task,
+            to,
+            reason,
+            key,
+            src,
+            ..
+        } => {
+            if let Some(src) = src {
+                replay.sources.insert(task.clone(), src);
+            }
+            if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
+                *replay.succeeded.entry(key).or_default() += 1;
+            }
+            replay.tasks.insert(task, (to, reason));
+        }
+        Record::Start { task, .. } => *replay.attempts.entry(task).or_default() += 1,
+        Record::End { interrupted, .. } => replay.ended = Some(interrupted),
+    })?;
+    replay.torn = damage.torn;
+    replay.bad_lines = damage.bad_lines.clone();
+    replay.damage = damage;
     // A run whose slurp died without its end record: what was running then
     // was killed with it (each rank dies with slurp), not running now.
     if replay.ended.is_none() && !replay.held {
@@ -420,7 +511,9 @@ pub fn runs(store: &Path) -> io::Result<Vec<PathBuf>> {
     let mut runs: Vec<PathBuf> = std::fs::read_dir(store.join("runs"))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join("events.jsonl").is_file())
+        // Any journal, even one that is not a file: it is named as damaged
+        // where it is read, not left out.
+        .filter(|p| p.join("events.jsonl").symlink_metadata().is_ok())
         .collect();
     runs.sort();
     Ok(runs)
