@@ -162,7 +162,16 @@ pub struct Problem {
 
 impl Problem {
     fn new(located: Located, sources: &Sources) -> Self {
-        let d = located.diagnostic;
+        let mut d = located.diagnostic;
+        // Spans are byte offsets, found by scanning bytes: one may start or
+        // end inside a character (`task cores=é`). Snap each outwards to
+        // whole characters of its file, inside it, so it can be drawn.
+        if let Some(file) = located.file {
+            let text = &sources.get(file).text;
+            for l in &mut d.labels {
+                l.span = snap(text, l.span);
+            }
+        }
         // The first label is where the diagnostic points (the header's
         // FILE:LINE:COL), wherever the others are: a task defined twice is
         // reported at its second definition, the first only labelled.
@@ -231,9 +240,25 @@ impl Problem {
 /// The longest line a diagnostic draws with its source.
 const MAX_SHOWN_LINE: usize = 10_000;
 
+/// `span` widened to whole characters of `text`, and inside it.
+fn snap(text: &str, span: Span) -> Span {
+    let mut start = (span.start as usize).min(text.len());
+    let mut end = (span.end as usize).clamp(start, text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    Span::new(start, end)
+}
+
 /// The byte range of the line holding `at` (without its newline).
 fn line_around(text: &str, at: usize) -> std::ops::Range<usize> {
-    let at = at.min(text.len());
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     start..end
