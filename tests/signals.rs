@@ -23,6 +23,10 @@ fn alive(pid: i32) -> bool {
 const STUBBORN: &str =
     "task leaf: sh -c 'trap \"\" TERM; echo $$ > leaf.pid; while :; do sleep 0.1; done'\n";
 
+/// A kind of task: the files of its run, and the pid files its processes
+/// write.
+type Kind = (Vec<(&'static str, String)>, Vec<&'static str>);
+
 #[derive(Clone, Copy, Debug)]
 enum How {
     Interrupt,
@@ -75,7 +79,7 @@ fn case(files: &[(&str, String)], pids: &[&str], how: How) {
 fn every_stop_ends_every_kind_of_task_in_time_with_nothing_left() {
     let bin = binary().display().to_string();
     let stray = "trap '' TERM\necho $$ > stray.pid\nexec sleep 97\n".to_owned();
-    let kinds: Vec<(Vec<(&str, String)>, Vec<&str>)> = vec![
+    let kinds: Vec<Kind> = vec![
         // Ignores SIGTERM.
         (vec![("w.slurp", STUBBORN.to_owned())], vec!["leaf.pid"]),
         // Escapes with setsid and holds the pipe.
