@@ -78,6 +78,20 @@ fn decisions(c: &mut Criterion) {
         None,
     )
     .expect("the v2 actor loads");
+    // fair-v2 as shipped (9→4→1): the observation is most of a decision.
+    let shipped = slurp_fair::shipped_v2().expect("fair-v2 loads");
+    {
+        let mut queue: Vec<u32> = (5000 - 128..5000).collect();
+        let mut follow = slurp_fair::observe_v2::Follow::default();
+        group.bench_function("128 queued, fair-v2", |b| {
+            b.iter(|| {
+                let d = decision(&jobs, &mut queue, &started, &starts);
+                let obs = follow.observe(&d);
+                let logits = shipped.logits(&obs).expect("runs");
+                std::hint::black_box(choose(&logits, None))
+            })
+        });
+    }
     for queued in [128usize, 5000] {
         let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
         let mut follow = slurp_fair::observe_v2::Follow::default();
