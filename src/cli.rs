@@ -781,7 +781,13 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    if !replay.path.is_empty() && replay.path != "-" {
+    // The file as the first run named it, from the directory that holds
+    // `.slurp/` — a copied or moved project resumes its own file — and the
+    // absolute path recorded only when that one is not there.
+    let project = store.parent().map(Path::to_path_buf).unwrap_or_default();
+    if file.is_relative() && file.as_os_str() != "-" && project.join(&file).is_file() {
+        file = project.join(&file);
+    } else if !replay.path.is_empty() && replay.path != "-" {
         file = PathBuf::from(&replay.path);
     }
     // What succeeded anywhere along the chain of resumed runs: a resumed
@@ -803,8 +809,9 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     }
     let done: usize = credits.values().sum();
     eprintln!(
-        "slurp: resuming run {} ({done} task{} already succeeded)",
+        "slurp: resuming run {} with {} ({done} task{} already succeeded)",
         replay.run,
+        file.display(),
         if done == 1 { "" } else { "s" }
     );
     run_file(

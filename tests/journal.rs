@@ -651,3 +651,36 @@ fn a_damaged_journal_is_named_the_same_way_by_every_command() {
         text(&status)
     );
 }
+
+/// Issue 22, item 14: a copied project resumes its own workflow file (as
+/// the first run named it, from the directory holding `.slurp/`), not the
+/// original's at the absolute path recorded; the message says which.
+#[test]
+fn a_copied_project_resumes_its_own_file() {
+    let a = tempfile::tempdir().unwrap();
+    std::fs::write(a.path().join("w.slurp"), "task ok: true\ntask bad: false\n").unwrap();
+    assert_eq!(run_in(a.path(), &["w.slurp"]).status.code(), Some(1));
+    let b = tempfile::tempdir().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", a.path().display()))
+        .arg(b.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    // The copy's line is fixed; the original's is not.
+    std::fs::write(
+        b.path().join("w.slurp"),
+        "task ok: true\ntask bad: touch fixed-in-b\n",
+    )
+    .unwrap();
+    let resumed = run_in(b.path(), &["resume"]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("with {}", b.path().join("w.slurp").display())),
+        "{stderr}"
+    );
+    assert!(b.path().join("fixed-in-b").exists());
+    assert!(!a.path().join("fixed-in-b").exists());
+}
