@@ -567,3 +567,36 @@ fn a_file_of_thousands_of_mistakes_shows_the_first_fifty_and_counts_the_rest() {
         run.stderr.len()
     );
 }
+
+/// Issue 23: every mistake of a file in one `check`, in line order — a task
+/// too big for the instance and a dependency cycle beside the syntax
+/// errors, not after they are fixed.
+#[test]
+fn one_check_finds_every_kind_of_mistake_in_line_order() {
+    let run = check(&[(
+        "m.slurp",
+        "task a cores=99: true\ntask b after=c: x\ntask c after=b: y\ntask d corse=1: z\necho \"open\n",
+    )])
+    .invalid();
+    let at = |what: &str| {
+        run.stderr
+            .find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in\n{}", run.stderr))
+    };
+    let order = [
+        at("[m.slurp:1:1]"),
+        at("[m.slurp:2:14]"),
+        at("[m.slurp:4:8]"),
+        at("[m.slurp:5:6]"),
+    ];
+    assert!(order.windows(2).all(|p| p[0] < p[1]), "{}", run.stderr);
+    for text in [
+        "asks for 99 cores",
+        "dependency cycle",
+        "unknown attribute `corse`",
+        "unbalanced",
+        "4 errors",
+    ] {
+        assert!(run.stderr.contains(text), "{text}: {}", run.stderr);
+    }
+}

@@ -61,12 +61,19 @@ pub fn load(path: &Path, opts: &Options) -> Result<Loaded, Failure> {
     let mut program = std::mem::take(&mut lowerer.program);
     let notes = std::mem::take(&mut lowerer.notes);
     drop(lowerer);
-    if let Some(root) = root
-        && diags.is_empty()
-    {
+    // Every mistake at once: what does not fit is found beside the
+    // syntax errors (the tasks that were built are checked), and all of
+    // them are told in file order, line by line.
+    if let Some(root) = root {
         let mut seen = HashSet::new();
         check_capacity(&program, root, opts.capacity, None, &mut seen, &mut diags);
     }
+    diags.sort_by_key(|l| {
+        (
+            l.file.map_or(u32::MAX, |f| f.0),
+            l.diagnostic.primary_span().map_or(0, |s| s.start),
+        )
+    });
     let what = format!(
         "`{}` is not a valid workflow",
         load::display_path(&load::normalize(&opts.cwd.join(path)), &opts.cwd)
