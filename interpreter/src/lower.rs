@@ -42,6 +42,8 @@ pub const SUBCOMMANDS: &[&str] = &[
     "log",
     "status",
     "resources",
+    "completions",
+    "man",
     "help",
 ];
 
