@@ -600,3 +600,44 @@ fn one_check_finds_every_kind_of_mistake_in_line_order() {
         assert!(run.stderr.contains(text), "{text}: {}", run.stderr);
     }
 }
+
+/// Issue 22, item 9: 30 files each including the next twice (2^29 reads)
+/// once ran 9 minutes into 24 GB; includes are counted as they expand, and
+/// a workflow past `--max-tasks` is told once, not once a line.
+#[test]
+fn an_include_diamond_and_too_many_lines_are_bounded_as_they_expand() {
+    let mut files: Vec<(String, String)> = (0..29)
+        .map(|i| {
+            (
+                format!("f{i}.slurp"),
+                format!("include f{n}.slurp\ninclude f{n}.slurp\n", n = i + 1),
+            )
+        })
+        .collect();
+    files.push(("f29.slurp".into(), "true\n".into()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let start = std::time::Instant::now();
+    check(&refs).invalid().stderr_has(&[
+        "slurp::include_count",
+        "includes expand to more than 100000 files",
+    ]);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let lines: String = (0..100).map(|i| format!("echo {i}\n")).collect();
+    let run = Test::new()
+        .file("w.slurp", lines)
+        .args(&["check", "--max-tasks", "10", "w.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&[
+            "expands past the limit of 10 tasks here (10 before this line)",
+            "1 error",
+        ]);
+    assert_eq!(run.stderr.matches("slurp::").count(), 1, "{}", run.stderr);
+}

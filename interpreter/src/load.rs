@@ -63,6 +63,11 @@ pub(crate) struct SourcedAttr {
 /// the parser's stack runs out (a chain of 5,000 once did).
 pub(crate) const MAX_INCLUDE_DEPTH: usize = 256;
 
+/// Includes one load may expand in all (a file included twice counts
+/// twice): files that each include the next twice grow as 2^depth, and
+/// with no task among them `--max-tasks` would never stop them.
+pub(crate) const MAX_INCLUDES: u64 = 100_000;
+
 /// Reads a file into `sources`, reporting a missing or unreadable file at
 /// `origin` (the include or nested line that named it).
 pub(crate) fn read_file(
@@ -245,6 +250,11 @@ pub(crate) trait EntrySink {
     fn diags(&mut self) -> &mut Vec<Located>;
     fn cwd(&self) -> &Path;
     fn entry(&mut self, entry: Entry);
+    /// The workflow is already past `--max-tasks` (said once): nothing more
+    /// need be read.
+    fn full(&self) -> bool {
+        false
+    }
 }
 
 /// Reads the entries of a line-format file, following includes, and hands
@@ -255,6 +265,8 @@ pub(crate) struct Collector {
     defaults: Vec<SourcedAttr>,
     /// Files being included, outermost first.
     include_stack: Vec<FileId>,
+    /// Includes expanded so far, against [`MAX_INCLUDES`].
+    includes: u64,
 }
 
 impl Collector {
@@ -340,6 +352,22 @@ impl Collector {
     }
 
     fn include(&mut self, file: FileId, path: &str, span: Span, sink: &mut dyn EntrySink) {
+        if sink.full() || self.includes > MAX_INCLUDES {
+            return;
+        }
+        self.includes += 1;
+        if self.includes > MAX_INCLUDES {
+            sink.diags().push(Located {
+                file: Some(file),
+                diagnostic: Diagnostic::new(
+                    "slurp::include_count",
+                    format!("includes expand to more than {MAX_INCLUDES} files"),
+                )
+                .label(span, "the include past the limit")
+                .help("a file included twice is read twice: files that each include the next twice double at every level"),
+            });
+            return;
+        }
         let cwd = sink.cwd().to_path_buf();
         let base = sink
             .sources()

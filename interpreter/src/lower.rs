@@ -72,6 +72,8 @@ pub(crate) struct Lowerer<'a> {
     /// The nesting chain being loaded: file and the line that nests the next.
     stack: Vec<(PathBuf, Option<(FileId, Span)>)>,
     total_tasks: u64,
+    /// Past `--max-tasks` (said once): later entries are not lowered.
+    over_limit: bool,
 }
 
 /// The workflow being lowered, fed entry by entry as its files are read.
@@ -98,6 +100,10 @@ impl EntrySink for Building<'_, '_> {
     fn entry(&mut self, entry: Entry) {
         self.lowerer
             .lower_entry(entry, &mut self.workflow, &mut self.deps, &mut self.nested);
+    }
+
+    fn full(&self) -> bool {
+        self.lowerer.over_limit
     }
 }
 
@@ -134,6 +140,7 @@ impl<'a> Lowerer<'a> {
             loaded: HashMap::new(),
             stack: Vec::new(),
             total_tasks: 0,
+            over_limit: false,
         }
     }
 
@@ -291,9 +298,30 @@ impl<'a> Lowerer<'a> {
         let axes: Vec<Axis> = sweep.iter().map(to_axis).collect();
         let var_names: Vec<&str> = axes.iter().map(|a| &*a.name).collect();
         let count = axes.iter().fold(1u128, |n, a| n * a.values.len() as u128);
-        if count > self.opts.max_tasks as u128
-            || self.total_tasks as u128 + count > self.opts.max_tasks as u128
+        if self.over_limit {
+            return;
+        }
+        if count <= self.opts.max_tasks as u128
+            && self.total_tasks as u128 + count > self.opts.max_tasks as u128
         {
+            // Line by line, the workflow grew past the limit: said once,
+            // and nothing after this is lowered.
+            self.over_limit = true;
+            self.error(
+                file,
+                Diagnostic::new(
+                    "slurp::sweep_too_large",
+                    format!(
+                        "the workflow expands past the limit of {} tasks here ({} before this line)",
+                        self.opts.max_tasks, self.total_tasks
+                    ),
+                )
+                .label(entry.span, format!("{count} more"))
+                .help("split the work into fewer, larger tasks, or raise the limit with `--max-tasks`"),
+            );
+            return;
+        }
+        if count > self.opts.max_tasks as u128 {
             let sweep_span = sweep_span(&sweep).unwrap_or(entry.span);
             self.error(
                 file,
