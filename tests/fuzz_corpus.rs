@@ -94,12 +94,7 @@ fn every_journal_input_gets_an_answer_or_a_named_error() {
         std::fs::write(dir.path().join("w.slurp"), "true\n").unwrap();
         let (status, stderr, _) = slurp(dir.path(), &["-q", "w.slurp"], Duration::from_secs(10));
         assert_eq!(status, 0, "{stderr}");
-        let run = std::fs::read_dir(dir.path().join(".slurp/runs"))
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
+        let run = common::run_dirs(dir.path()).remove(0);
         std::fs::copy(&input, run.join("events.jsonl")).unwrap();
         for args in [
             &["runs"][..],

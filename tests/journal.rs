@@ -183,13 +183,7 @@ fn a_reused_pid_does_not_make_a_dead_run_look_live() {
         .arg("30")
         .spawn()
         .unwrap();
-    let run = std::fs::read_dir(dir.path().join(".slurp/runs"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let events = run.join("events.jsonl");
+    let events = common::run_dirs(dir.path()).remove(0).join("events.jsonl");
     let text = std::fs::read_to_string(&events).unwrap();
     let mut lines: Vec<serde_json::Value> = text
         .lines()
@@ -591,13 +585,7 @@ fn a_damaged_journal_is_named_the_same_way_by_every_command() {
     let dir = test.path().to_path_buf();
     assert!(run_in(&dir, &["-q", "one.slurp"]).status.success());
     assert!(run_in(&dir, &["-q", "two.slurp"]).status.success());
-    let mut runs: Vec<_> = std::fs::read_dir(dir.join(".slurp/runs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    runs.sort();
-    let latest = runs[1].join("events.jsonl");
+    let latest = common::run_dirs(&dir)[1].join("events.jsonl");
     let good = std::fs::read_to_string(&latest).unwrap();
     let text = |o: &std::process::Output| {
         format!(

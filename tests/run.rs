@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{Test, alive_in_group, repo, signal, start_run};
+use common::{Test, alive, alive_in_group, repo, signal, start_run};
 
 /// Lines of stdout, counted.
 fn counts(stdout: &str) -> BTreeMap<&str, usize> {
@@ -320,14 +320,6 @@ fn a_second_interrupt_kills_at_once() {
         start.elapsed()
     );
     assert!(!alive_in_group(pids[0]));
-}
-
-/// A live process of pid `pid` (not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-    })
 }
 
 /// Starts itself in a new session (out of the task's process group), as a

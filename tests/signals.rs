@@ -8,16 +8,8 @@
 mod common;
 use std::time::{Duration, Instant};
 
-use common::{binary, signal, start_run};
+use common::{alive, binary, signal, start_run};
 use nix::sys::signal::Signal;
-
-/// A live (not zombie) process `pid`.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-    })
-}
 
 /// A leaf that ignores SIGTERM (its `sleep` too), recording its pid.
 const STUBBORN: &str =

@@ -223,6 +223,25 @@ pub fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
 }
 
+/// Whether process `pid` is alive (not gone, not a zombie).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The run directories under `dir/.slurp/runs`, oldest first.
+pub fn run_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir.join(".slurp/runs"))
+        .expect("a run store")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs
+}
+
 /// Whether any live (non-zombie) process is in process group `pgid`.
 pub fn alive_in_group(pgid: i32) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
