@@ -30,6 +30,8 @@ allocation: a child instance inside its own slice of resources.
 
 Examples:
   slurp tasks.slurp                  run every task here (live progress on a terminal)
+  slurp -j4 gzip -9 {} ::: *.csv     run a command once per value, as GNU parallel does
+  find . -name '*.csv' | slurp gzip  … once per line of standard input
   slurp status; slurp report         what happened, as a table; as an HTML page (report.html)
   slurp check tasks.slurp            check a file and summarise what it asks for
   slurp check --cores 64 big.slurp   check it against a 64-core machine
@@ -48,8 +50,28 @@ The language is described in docs/language.md.";
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Run this workflow file (the same as `slurp run FILE`)
+    /// Run this workflow file (the same as `slurp run FILE`); or, followed
+    /// by arguments and `:::` sources (or after `--`), a command to run once
+    /// per input value, as GNU parallel does
+    #[arg(value_name = "FILE | COMMAND")]
     file: Option<PathBuf>,
+    /// The command's arguments and its input sources: `::: A B` (values),
+    /// `:::: FILE` (one value per line; `-` is standard input), `:::+` and
+    /// `::::+` (linked to the source before, row by row, instead of
+    /// crossed); without a source, the lines of standard input. The
+    /// replacement strings are `{}` (the value), `{.}` (without extension),
+    /// `{/}` (base name), `{//}` (directory), `{/.}`, `{N}` and `{N.}` …
+    /// (source N's), `{#}` (sequence number), `{%}` (job slot); a command
+    /// without one gets ` {}` appended
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    args: Vec<std::ffi::OsString>,
+    /// Read input values from FILE, one per line (the same as `:::: FILE`)
+    #[arg(short = 'a', long = "arg-file", value_name = "FILE")]
+    arg_file: Vec<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -86,10 +108,42 @@ struct RunArgs {
     /// .slurp/runs/RUN/out/), `none`
     #[arg(long, value_name = "MODE", default_value = "group", value_parser = ["group", "tag", "files", "none"])]
     output: String,
-    /// On the first task that fails for good: `never` stop, stop starting
-    /// tasks `soon`, or stop `now` (running tasks too)
-    #[arg(long, value_name = "WHEN", default_value = "never", value_parser = ["never", "soon", "now"])]
-    halt: String,
+    /// When to stop early: `never`; `soon` (start nothing more) or `now`
+    /// (also stop running tasks) on the first task that fails for good; or
+    /// as GNU parallel writes it, `soon|now,fail|success|done=N|P%` (after
+    /// N tasks, or P% of the run's tasks, ended so)
+    #[arg(long, value_name = "WHEN[,WHY=N]", default_value = "never", value_parser = parse_halt)]
+    halt: Halt,
+    /// Run at most N tasks at once, one core each (GNU parallel's `-j`):
+    /// the instance is N cores of one node; `N%` of this machine's cores,
+    /// `+N` or `-N` more or fewer than it has
+    #[arg(short = 'j', long = "jobs", value_name = "N", conflicts_with_all = ["cores", "nodes"])]
+    jobs: Option<String>,
+    /// Show each task's output in the order of the tasks instead of the
+    /// order they end
+    #[arg(short = 'k', long)]
+    keep_order: bool,
+    /// Print each task's command as it would run (shell-quoted, one per
+    /// line) and run nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Start each line of a task's output with its values and a tab (its id
+    /// when it has no values), output grouped per task
+    #[arg(long, conflicts_with = "output")]
+    tag: bool,
+    /// Also keep each task's stdout and stderr in files below DIR: for a
+    /// command line DIR/1/VALUE/2/VALUE/{stdout,stderr,seq} (GNU
+    /// parallel's layout), for a file DIR/TASK/…
+    #[arg(long, value_name = "DIR")]
+    results: Option<PathBuf>,
+    /// Time limit of every task that sets none (`30s`, `10m`; a bare number
+    /// is seconds)
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Try a task that fails up to N times in all (GNU parallel's meaning;
+    /// a task's own `retries=` counts extra attempts and wins when larger)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    retries: Option<u32>,
     /// Time between SIGTERM and SIGKILL when a task is stopped (a slurp
     /// that is a task of another takes at most half its parent's)
     #[arg(long, value_name = "DURATION", default_value = "5s")]
@@ -245,6 +299,10 @@ struct InstanceArgs {
     max_tasks: u64,
 }
 
+fn parse_halt(text: &str) -> Result<Halt, String> {
+    text.parse()
+}
+
 fn parse_size(text: &str) -> Result<u64, String> {
     slurp_interpreter::parse_size(text).map_err(|e| format!("{e} (a size such as `64G`)"))
 }
@@ -321,6 +379,125 @@ fn print_all(text: &[u8]) -> io::Result<ExitCode> {
     }
 }
 
+/// The input-source separators of GNU parallel's command line.
+const SEPARATORS: [&str; 4] = [":::", ":::+", "::::", "::::+"];
+
+/// `slurp [OPTIONS] FIRST ARGS…` as a command line to run per input value
+/// (`Some`), or as a workflow file (`None`). It is a command line when
+/// `--` comes before FIRST, when the words have a `:::`-style source or
+/// `-a FILE` is given, or when FIRST is no file but a program, and words
+/// follow it or standard input is not a terminal.
+fn command_line(
+    first: &Path,
+    args: &[std::ffi::OsString],
+    arg_files: &[PathBuf],
+    raw: &[std::ffi::OsString],
+) -> Result<Option<slurp_interpreter::parallel::Invocation>, String> {
+    use slurp_interpreter::parallel::{Input, InputValues, Invocation};
+    let dashdash = raw
+        .iter()
+        .position(|w| w == "--")
+        .is_some_and(|i| raw.get(i + 1).is_some_and(|w| w == first.as_os_str()));
+    let separated = args.iter().any(|a| SEPARATORS.iter().any(|s| a == *s));
+    let looks_like_a_workflow = first
+        .extension()
+        .is_some_and(|e| e == "slurp" || e == "toml" || e == "txt");
+    // `slurp gzip {}`: words after a program, not after a mistyped
+    // subcommand (`slurp complete bash`) or file.
+    // `find … | slurp gzip`: a program alone, its values piped in.
+    let words_after_a_program = (!args.is_empty() || !io::stdin().is_terminal())
+        && !first.exists()
+        && !looks_like_a_workflow
+        && is_a_program(first);
+    if !(dashdash || separated || words_after_a_program || !arg_files.is_empty()) {
+        if let Some(extra) = args.first().filter(|_| first.exists()) {
+            return Err(format!(
+                "error: `{}` is read as a workflow file, and the words after it (`{}` …) mean nothing to it\nhint: to run `{} …` once per input value, put `--` before it and give the values after `:::` (`slurp -- {} … ::: A B`)\n",
+                first.display(),
+                extra.to_string_lossy(),
+                first.display(),
+                first.display(),
+            ));
+        }
+        return Ok(None);
+    }
+    let text = |w: &std::ffi::OsString| {
+        w.clone().into_string().map_err(|w| {
+            format!(
+                "error: `{}` on the command line is not UTF-8 text\nhint: slurp's commands and values are text\n",
+                w.to_string_lossy()
+            )
+        })
+    };
+    let mut command = vec![text(&first.as_os_str().to_owned())?];
+    let mut sources: Vec<Input> = arg_files
+        .iter()
+        .map(|f| Input {
+            values: InputValues::Lines(f.clone()),
+            linked: false,
+        })
+        .collect();
+    // The separator being read, and whether it was the last word.
+    let mut within: Option<&str> = None;
+    for word in args {
+        let word = text(word)?;
+        if let Some(sep) = SEPARATORS.iter().find(|s| **s == word) {
+            within = Some(sep);
+            sources.push(match *sep {
+                ":::" | ":::+" => Input {
+                    values: InputValues::Given(Vec::new()),
+                    linked: *sep == ":::+",
+                },
+                // Files follow, each its own source; the first takes the
+                // link.
+                _ => Input {
+                    values: InputValues::Lines(PathBuf::new()),
+                    linked: *sep == "::::+",
+                },
+            });
+            continue;
+        }
+        match (within, sources.last_mut()) {
+            (None, _) | (Some(_), None) => command.push(word),
+            (Some(sep), Some(last)) if sep.starts_with("::::") => match &mut last.values {
+                InputValues::Lines(p) if p.as_os_str().is_empty() => *p = PathBuf::from(word),
+                _ => sources.push(Input {
+                    values: InputValues::Lines(PathBuf::from(word)),
+                    linked: false,
+                }),
+            },
+            (Some(_), Some(last)) => match &mut last.values {
+                InputValues::Given(values) => values.push(word),
+                InputValues::Lines(_) => unreachable!("a `:::` source holds values"),
+            },
+        }
+    }
+    if let Some(empty) = sources
+        .iter()
+        .position(|s| matches!(&s.values, InputValues::Lines(p) if p.as_os_str().is_empty()))
+    {
+        return Err(format!(
+            "error: `::::` (input source {}) names no file\nhint: `:::: FILE` reads one value per line of FILE; `:::: -` reads standard input\n",
+            empty + 1
+        ));
+    }
+    Ok(Some(Invocation { command, sources }))
+}
+
+/// A path with a `/`, or an executable file in a directory of `$PATH`.
+fn is_a_program(word: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    if word.components().count() > 1 {
+        return true;
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(word))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 /// `slurp WORD ...` where WORD is neither a subcommand nor a file here: what
 /// the user most likely meant, instead of clap's complaint about the words
 /// after it.
@@ -345,7 +522,10 @@ fn not_a_word_here(word: &str) -> Option<String> {
     let mut text = format!("error: no such file `{word}`, and `{word}` is not a subcommand\n");
     match near {
         Some((_, name)) => text.push_str(&format!("hint: did you mean the subcommand `{name}`?\n")),
-        None => text.push_str(&format!("hint: the subcommands are {}\n", names.join(", "))),
+        None => text.push_str(&format!(
+            "hint: the subcommands are {}; to run the command `{word}` once per line of standard input, as GNU parallel does: `slurp -- {word}`\n",
+            names.join(", ")
+        )),
     }
     Some(text)
 }
@@ -372,11 +552,23 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         None => match cli.file {
             Some(file) => {
-                if let Some(text) = not_a_word_here(&file.to_string_lossy()) {
-                    eprint!("{text}");
-                    return ExitCode::from(2);
+                let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+                match command_line(&file, &cli.args, &cli.arg_file, &raw) {
+                    Err(why) => {
+                        eprint!("{why}");
+                        return ExitCode::from(2);
+                    }
+                    Ok(Some(invocation)) => {
+                        run_workload(&Workload::command(invocation), &cli.run, Resume::fresh())
+                    }
+                    Ok(None) => {
+                        if let Some(text) = not_a_word_here(&file.to_string_lossy()) {
+                            eprint!("{text}");
+                            return ExitCode::from(2);
+                        }
+                        run_file(&file, &cli.run, Resume::fresh())
+                    }
                 }
-                run_file(&file, &cli.run, Resume::fresh())
             }
             None => {
                 let _ = <Cli as clap::CommandFactory>::command().print_help();
@@ -763,23 +955,32 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     }
     let mut argv = vec!["slurp".to_owned()];
     argv.extend(replay.args.iter().cloned());
-    let (args, mut file) = match Cli::try_parse_from(&argv) {
+    let not_resumable = || {
+        eprintln!(
+            "error: run {} was not started by `slurp FILE` or a command line; nothing to resume",
+            replay.run
+        );
+        Ok(ExitCode::from(2))
+    };
+    let (args, mut file, invocation) = match Cli::try_parse_from(&argv) {
         Ok(Cli {
             command: Some(Command::Run { file, run }),
             ..
-        }) => (run, file),
+        }) => (run, file, None),
         Ok(Cli {
             command: None,
             file: Some(file),
             run,
-        }) => (run, file),
-        _ => {
-            eprintln!(
-                "error: run {} was not started by `slurp FILE`; nothing to resume",
-                replay.run
-            );
-            return Ok(ExitCode::from(2));
+            args,
+            arg_file,
+        }) => {
+            let raw: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+            match command_line(&file, &args, &arg_file, &raw) {
+                Ok(invocation) => (run, file, invocation),
+                Err(_) => return not_resumable(),
+            }
         }
+        _ => return not_resumable(),
     };
     // The file as the first run named it, from the directory that holds
     // `.slurp/` — a copied or moved project resumes its own file — and the
@@ -814,16 +1015,38 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
         file.display(),
         if done == 1 { "" } else { "s" }
     );
-    run_file(
-        &file,
-        &args,
-        Resume {
-            credits,
-            from: Some(replay.run),
-            args: replay.args,
-        },
-    )
+    let resume = Resume {
+        credits,
+        from: Some(replay.run.clone()),
+        args: replay.args,
+    };
+    match invocation {
+        None => run_file(&file, &args, resume),
+        Some(mut invocation) => {
+            // Values read from standard input come from the run's copy.
+            let copy = store.join("runs").join(&replay.run).join(STDIN_COPY);
+            let stdin = stdin_source(&invocation);
+            if copy.is_file() {
+                use slurp_interpreter::parallel::{Input, InputValues};
+                let stdin =
+                    |s: &Input| matches!(&s.values, InputValues::Lines(p) if p.as_os_str() == "-");
+                if invocation.sources.is_empty() {
+                    invocation.sources.push(Input {
+                        values: InputValues::Lines(copy),
+                        linked: false,
+                    });
+                } else if let Some(source) = invocation.sources.iter_mut().find(|s| stdin(s)) {
+                    source.values = InputValues::Lines(copy);
+                }
+            }
+            run_workload(&Workload::Command { invocation, stdin }, &args, resume)
+        }
+    }
 }
+
+/// The copy a run keeps of the values it read from standard input, for
+/// `slurp resume`.
+const STDIN_COPY: &str = "stdin";
 
 /// A learned policy as the runtime takes it: FCFS or EASY around the
 /// choices of the model `spec` names, loaded now.
@@ -845,7 +1068,96 @@ fn learned_policy(
     })
 }
 
+/// What a run runs: a workflow file, or a GNU parallel-style command line.
+enum Workload<'a> {
+    File(&'a Path),
+    Command {
+        invocation: slurp_interpreter::parallel::Invocation,
+        /// The source (counted from 0) that came from standard input, now
+        /// or (resumed) in the first run: the run keeps a copy of it.
+        stdin: Option<usize>,
+    },
+}
+
+impl Workload<'_> {
+    fn load(&self, opts: &Options) -> Result<Loaded, ExitCode> {
+        match self {
+            Workload::File(file) => load(file, opts),
+            Workload::Command { invocation, .. } => {
+                slurp_interpreter::parallel::command_line(invocation, opts).map_err(|failure| {
+                    report(&failure);
+                    ExitCode::from(2)
+                })
+            }
+        }
+    }
+
+    /// A command line's run, reading standard input where it says so.
+    fn command(invocation: slurp_interpreter::parallel::Invocation) -> Self {
+        let stdin = stdin_source(&invocation);
+        Workload::Command { invocation, stdin }
+    }
+
+    fn stdin_column(&self) -> Option<usize> {
+        match self {
+            Workload::File(_) => None,
+            Workload::Command { stdin, .. } => *stdin,
+        }
+    }
+
+    /// Whether the values are still to be read from standard input.
+    fn reads_stdin(&self) -> bool {
+        match self {
+            Workload::File(_) => false,
+            Workload::Command { invocation, .. } => stdin_source(invocation).is_some(),
+        }
+    }
+}
+
+/// The input source (counted from 0) read from standard input, if any.
+fn stdin_source(invocation: &slurp_interpreter::parallel::Invocation) -> Option<usize> {
+    use slurp_interpreter::parallel::InputValues;
+    if invocation.sources.is_empty() {
+        return Some(0);
+    }
+    invocation
+        .sources
+        .iter()
+        .position(|s| matches!(&s.values, InputValues::Lines(p) if p.as_os_str() == "-"))
+}
+
+impl Workload<'_> {}
+
+/// `-j N`: N, `N%` of `cores`, `+N` or `-N` beside it; at least 1.
+fn jobs(text: &str, cores: u32) -> Result<u32, String> {
+    let bad =
+        || format!("`-j {text}`: give a number of tasks at once, such as `4`, `50%`, `+2` or `-1`");
+    let n = if let Some(p) = text.strip_suffix('%') {
+        let p: f64 = p.parse().map_err(|_| bad())?;
+        (f64::from(cores) * p / 100.0).floor() as i64
+    } else if let Some(more) = text.strip_prefix('+') {
+        i64::from(cores) + more.parse::<i64>().map_err(|_| bad())?
+    } else if text.starts_with('-') {
+        i64::from(cores) + text.parse::<i64>().map_err(|_| bad())?
+    } else {
+        match text.parse::<i64>().map_err(|_| bad())? {
+            0 => {
+                return Err(format!(
+                    "`-j 0`: slurp runs as many tasks as it has slots; give a number, such as `-j {}`",
+                    cores.max(1) * 4
+                ));
+            }
+            n => n,
+        }
+    };
+    Ok(n.clamp(1, i64::from(u32::MAX)) as u32)
+}
+
 fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode> {
+    run_workload(&Workload::File(file), args, resume)
+}
+
+fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Result<ExitCode> {
     let machine = Machine::detect();
     let mut opts = args.instance.options()?;
     opts.capacity = args.instance.capacity_of(&machine);
@@ -853,6 +1165,46 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         eprintln!("error: {message}");
         Ok(ExitCode::from(2))
     };
+    let mut bind = !args.no_bind;
+    if let Some(text) = &args.jobs {
+        match jobs(text, opts.capacity.cores_per_node) {
+            Ok(n) => {
+                opts.capacity.nodes = 1;
+                // N slots on fewer CPUs: none is bound, rather than the
+                // first few bound and the rest free.
+                bind &= n as usize <= machine.cpus.len();
+                opts.capacity.cores_per_node = n;
+            }
+            Err(e) => return usage(e),
+        }
+    }
+    let timeout = match args.timeout.as_deref() {
+        None => None,
+        Some(text) => {
+            let seconds = match text.parse::<u64>() {
+                Ok(n) => Ok(Some(n)),
+                Err(_) => slurp_interpreter::parse_duration(text),
+            };
+            match seconds {
+                Ok(Some(secs)) if secs > 0 => std::num::NonZeroU64::new(secs),
+                _ => {
+                    return usage(format!(
+                        "`--timeout {text}`: give a duration such as `30s`, `10m` or `1h` (a bare number is seconds)"
+                    ));
+                }
+            }
+        }
+    };
+    if workload.reads_stdin() && io::stdin().is_terminal() {
+        eprintln!(
+            "error: no input values: the command reads them from standard input, which is a terminal"
+        );
+        eprintln!(
+            "hint: give them after `:::` (`slurp -- gzip {{}} ::: *.csv`), from a file with `:::: FILE`, or pipe them in (`find . -name '*.csv' | slurp -- gzip {{}}`)"
+        );
+        return Ok(ExitCode::from(2));
+    }
+
     // One policy per level of nesting; a learned one is a chooser on top
     // of FCFS or EASY.
     let mut policies: Vec<PolicyKind> = Vec::new();
@@ -903,10 +1255,28 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
             ));
         }
     };
-    let loaded = match load(file, &opts) {
+    let mut loaded = match workload.load(&opts) {
         Ok(loaded) => loaded,
         Err(code) => return Ok(code),
     };
+    // `--timeout` and `--retries` for the top-level tasks that set none.
+    for task in &mut loaded.program.workflows[0].tasks {
+        if task.time_limit.is_none() {
+            task.time_limit = timeout;
+        }
+        if let Some(tries) = args.retries {
+            task.retries = task.retries.max(tries - 1);
+        }
+    }
+    if args.dry_run {
+        let root = loaded.program.root();
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        for id in root.task_ids() {
+            writeln!(out, "{}", root.command_line(id, None))?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Every policy a nested entry names must exist in this runtime, and
     // every model one names must load, before anything starts. A model's
     // path is taken from the file that names it.
@@ -1004,6 +1374,25 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     };
     if !args.no_journal {
         std::fs::create_dir_all(&run_dir)?;
+        if let Some(column) = workload.stdin_column() {
+            // Standard input is read once: the run keeps what it read, so
+            // that `slurp resume` has it.
+            let template = loaded.program.root().template(slurp_runtime::TemplateId(0));
+            let mut text = String::new();
+            let mut rest = column as u16;
+            for axis in &template.sweep {
+                let width = axis.values.width();
+                if rest < width {
+                    for position in 0..axis.values.len() {
+                        axis.values.cell(position, rest, &mut text);
+                        text.push('\n');
+                    }
+                    break;
+                }
+                rest -= width;
+            }
+            std::fs::write(run_dir.join(STDIN_COPY), text)?;
+        }
     }
     let allocation = match args.instance.allocation() {
         Ok(allocation) => allocation,
@@ -1020,17 +1409,18 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
         policies,
         learned,
         named,
-        bind: !args.no_bind,
+        bind,
         output: match args.output.as_str() {
             "tag" => OutputMode::Tag,
             "files" => OutputMode::Files,
             "none" => OutputMode::None,
             _ => OutputMode::Group,
         },
-        halt: match args.halt.as_str() {
-            "soon" => Halt::Soon,
-            "now" => Halt::Now,
-            _ => Halt::Never,
+        halt: args.halt,
+        show: slurp_runtime::show::Options {
+            keep_order: args.keep_order,
+            tag: args.tag,
+            results: args.results.as_ref().map(|d| opts.cwd.join(d)),
         },
         grace,
         cwd: opts.cwd.clone(),
@@ -1119,11 +1509,13 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
     Ok(exit_status(&report))
 }
 
-/// 0 when every task succeeded, 1 when some did not, 130 when interrupted.
+/// 0 when every task succeeded, or when a `--halt …,success=` rule was met
+/// (as GNU parallel: the failures before it were expected); 1 when some
+/// task did not succeed; 130 when interrupted.
 fn exit_status(report: &slurp_runtime::run::Report) -> ExitCode {
     if report.interrupted {
         ExitCode::from(130)
-    } else if report.succeeded() {
+    } else if report.succeeded() || report.halted_on_success {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -1139,6 +1531,17 @@ fn submit(
     every: Option<std::time::Duration>,
 ) -> io::Result<ExitCode> {
     let backend = args.instance.backend.as_str();
+    let local_only = [
+        ("--keep-order", args.keep_order),
+        ("--tag", args.tag),
+        ("--results", args.results.is_some()),
+        ("--jobs", args.jobs.is_some()),
+    ];
+    if let Some((option, _)) = local_only.iter().find(|(_, given)| *given) {
+        eprintln!("error: {option} applies to runs here, not to `--backend {backend}`");
+        eprintln!("hint: the batch system keeps each job's output in the run directory (`slurp log TASK`); without `--backend`, slurp runs the tasks here");
+        return Ok(ExitCode::from(2));
+    }
     let reachable = match backend {
         "flux" => slurp_runtime::flux::instance_capacity().map(|_| ()),
         _ => slurp_runtime::slurm::cluster_capacity().map(|_| ()),

@@ -86,11 +86,15 @@ pub fn summary(loaded: &Loaded, report: &Report) {
     if report.interrupted {
         out.push_str("slurp: interrupted\n");
     }
-    out.push_str(&format!(
-        "slurp: {total} task{}: {} in {secs:.1} s\n",
-        if total == 1 { "" } else { "s" },
-        parts.join(", ")
-    ));
+    if total == 0 {
+        out.push_str("slurp: no tasks to run (no line, or no input values)\n");
+    } else {
+        out.push_str(&format!(
+            "slurp: {total} task{}: {} in {secs:.1} s\n",
+            if total == 1 { "" } else { "s" },
+            parts.join(", ")
+        ));
+    }
     for failure in report
         .failures
         .iter()

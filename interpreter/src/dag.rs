@@ -414,6 +414,11 @@ fn describe_values(axis: &slurp_runtime::Axis) -> String {
             values.len(),
             values[..3].join(",")
         ),
+        slurp_runtime::Values::Table { width, .. } => format!(
+            "{}= {} rows of {width} linked values",
+            axis.name,
+            axis.values.len()
+        ),
     }
 }
 

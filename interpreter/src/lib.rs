@@ -5,7 +5,8 @@
 //! workflows; [`dag`] resolves dependencies and rejects cycles; a last pass
 //! checks every request against what the instance (or, for nested
 //! workflows, their slice) can ever have. TOML specs enter through
-//! [`toml_spec`] and share everything after it.
+//! [`toml_spec`] and share everything after it; a GNU parallel command
+//! line enters through [`parallel`], which builds its one template itself.
 //!
 //! Nothing here runs a process. Any mistake anywhere — a typo in a nested
 //! file three levels down included — fails the whole load, with every
@@ -15,6 +16,7 @@ mod attrs;
 mod dag;
 mod load;
 mod lower;
+pub mod parallel;
 mod report;
 mod toml_spec;
 

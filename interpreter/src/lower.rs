@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use slurp_grammar::{Command, Diagnostic, Span, SweepValues, SweepVar};
 use slurp_runtime::{
-    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Quote, Request, Source, Task,
-    Template, TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Edit, Extras, FileId, LineKind, Piece, Program, Quote, Request, Slot,
+    Source, Task, Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 
 use crate::Options;
@@ -961,8 +961,9 @@ fn nested_file(command: &Command, template: &CommandTemplate) -> Option<(Text, S
 }
 
 /// Splits text into literal pieces and placeholders: `{var}` for a sweep
-/// variable, `{#}` for the instance's 1-based index, `{{`/`}}` for literal
-/// braces. Any other brace text (`{}`, `${HOME}`, `{print $1}`) is literal.
+/// variable (`{var.}`, `{var/}`, `{var//}`, `{var/.}` edit it as a path),
+/// `{#}` for the instance's 1-based index, `{{`/`}}` for literal braces.
+/// Any other brace text (`{}`, `${HOME}`, `{print $1}`) is literal.
 /// Without `substitute` (plain and legacy lines) the text is kept as is.
 pub(crate) fn compile_text(
     text: &str,
@@ -970,20 +971,28 @@ pub(crate) fn compile_text(
     vars: &[&str],
     substitute: bool,
 ) -> Result<Text, Diagnostic> {
-    compile(text, span, vars, substitute, None)
+    if !substitute {
+        return Ok(Text::literal(text));
+    }
+    compile(text, span, Dialect::Sweep(vars), None)
 }
 
 /// A shell line's text: its placeholders are quoted for `/bin/sh` where
 /// they stand (`{x:raw}` is pasted as it is).
 fn compile_shell(text: &str, span: Span, vars: &[&str]) -> Result<Text, Diagnostic> {
-    compile(text, span, vars, true, Some(&mut ShellQuotes::default()))
+    compile(
+        text,
+        span,
+        Dialect::Sweep(vars),
+        Some(&mut ShellQuotes::default()),
+    )
 }
 
 /// Where the shell is in a line, read as far as it has been: inside which
 /// quotes, and inside which command substitutions (`$(...)`, backquotes),
 /// each of which starts unquoted again.
 #[derive(Debug, Default)]
-struct ShellQuotes {
+pub(crate) struct ShellQuotes {
     /// The quote of each open level; the last is the current one.
     levels: Vec<(Quote, Option<u8>)>,
     escaped: bool,
@@ -1031,14 +1040,123 @@ impl ShellQuotes {
     }
 }
 
-fn compile(
+/// Which placeholders a text has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Dialect<'v> {
+    /// A task line's, naming its sweep variables.
+    Sweep(&'v [&'v str]),
+    /// GNU parallel's, over `columns` input sources: `{}` (every source's
+    /// value), `{N}` (source N's), each with the path edits (`{.}`,
+    /// `{2/.}`), `{#}` and `{%}`.
+    Parallel { columns: u16 },
+}
+
+/// What one placeholder stands for.
+enum Hole {
+    Var {
+        slot: Slot,
+        raw: bool,
+    },
+    Index,
+    JobSlot,
+    /// Every column, each edited, separated by spaces.
+    All(Edit),
+}
+
+impl Dialect<'_> {
+    /// What `{inner}` is: a placeholder, literal text (`None`), or a
+    /// mistake, told at `at`.
+    fn hole(self, inner: &str, shell: bool, at: Span) -> Result<Option<Hole>, Diagnostic> {
+        if inner == "#" {
+            return Ok(Some(Hole::Index));
+        }
+        match self {
+            Dialect::Sweep(vars) => {
+                let (name, raw) = match inner.strip_suffix(":raw") {
+                    Some(name) if shell => (name, true),
+                    _ => (inner, false),
+                };
+                let var = |name: &str| vars.iter().position(|v| *v == name);
+                let at_var = |edit: Edit, column: usize| {
+                    Ok(Some(Hole::Var {
+                        slot: Slot {
+                            column: column as u16,
+                            edit,
+                        },
+                        raw,
+                    }))
+                };
+                if let Some(column) = var(name) {
+                    return at_var(Edit::None, column);
+                }
+                for suffix in Edit::SUFFIXES {
+                    if let Some(base) = name.strip_suffix(suffix)
+                        && slurp_grammar::is_identifier(base)
+                    {
+                        let edit = Edit::from_suffix(suffix).unwrap_or(Edit::None);
+                        return match var(base) {
+                            Some(column) => at_var(edit, column),
+                            None => Err(unknown_variable(base, at, vars)),
+                        };
+                    }
+                }
+                if slurp_grammar::is_identifier(name) {
+                    return Err(unknown_variable(name, at, vars));
+                }
+                Ok(None)
+            }
+            Dialect::Parallel { columns } => {
+                if inner == "%" {
+                    return Ok(Some(Hole::JobSlot));
+                }
+                if let Some(edit) = Edit::from_suffix(inner) {
+                    return Ok(Some(Hole::All(edit)));
+                }
+                let digits =
+                    inner.len() - inner.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let (number, suffix) = inner.split_at(digits);
+                let (Ok(n), Some(edit)) = (number.parse::<u32>(), Edit::from_suffix(suffix)) else {
+                    return Ok(None);
+                };
+                if n == 0 || n > columns as u32 {
+                    let sources = match columns {
+                        1 => "1 input source".to_owned(),
+                        n => format!("{n} input sources"),
+                    };
+                    return Err(Diagnostic::new(
+                        "slurp::unknown_variable",
+                        format!("`{{{inner}}}` names input source {n}, but there {} {sources}", if columns == 1 { "is" } else { "are" }),
+                    )
+                    .label(at, format!("sources are numbered 1 to {columns}"))
+                    .help("each `:::`, `::::` or `-a FILE` on the command line is one input source, counted from 1"));
+                }
+                Ok(Some(Hole::Var {
+                    slot: Slot {
+                        column: (n - 1) as u16,
+                        edit,
+                    },
+                    raw: false,
+                }))
+            }
+        }
+    }
+
+    fn columns(self) -> u16 {
+        match self {
+            Dialect::Sweep(vars) => vars.len() as u16,
+            Dialect::Parallel { columns } => columns,
+        }
+    }
+}
+
+pub(crate) fn compile(
     text: &str,
     span: Span,
-    vars: &[&str],
-    substitute: bool,
+    dialect: Dialect,
     mut shell: Option<&mut ShellQuotes>,
 ) -> Result<Text, Diagnostic> {
-    if !substitute || !text.contains(['{', '}']) {
+    let sweep = matches!(dialect, Dialect::Sweep(_));
+    if !text.contains(['{', '}']) {
         return Ok(Text::literal(text));
     }
     let mut pieces = Vec::new();
@@ -1047,66 +1165,57 @@ fn compile(
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'{' if bytes.get(i + 1) == Some(&b'{') => {
+            b'{' if sweep && bytes.get(i + 1) == Some(&b'{') => {
                 lit.push('{');
                 i += 2;
             }
-            b'}' if bytes.get(i + 1) == Some(&b'}') => {
+            b'}' if sweep && bytes.get(i + 1) == Some(&b'}') => {
                 lit.push('}');
                 i += 2;
             }
-            b'{' if shell.is_some()
-                && text[i + 1..].find('}').is_some_and(|c| {
-                    text[i + 1..i + 1 + c]
-                        .strip_suffix(":raw")
-                        .is_some_and(slurp_grammar::is_identifier)
-                }) =>
-            {
-                // `{x:raw}`: the value pasted into the shell line as it is.
-                let c = text[i + 1..].find('}').unwrap_or(0);
-                let name = &text[i + 1..i + 1 + c - ":raw".len()];
-                let Some(var) = vars.iter().position(|v| *v == name) else {
-                    return Err(unknown_variable(name, span.sub(i, i + c + 2), vars));
-                };
-                flush(&mut lit, &mut pieces);
-                pieces.push(Piece::Var(var as u16));
-                i += c + 2;
-            }
             b'{' if i == 0 || bytes[i - 1] != b'$' => {
                 let close = text[i + 1..].find('}').map(|c| i + 1 + c);
-                let inner = close.map(|c| &text[i + 1..c]);
-                match inner {
-                    Some("#") => {
-                        flush(&mut lit, &mut pieces);
-                        pieces.push(Piece::Index);
-                        i += 3;
-                    }
-                    Some(name) if slurp_grammar::is_identifier(name) => {
-                        let Some(var) = vars.iter().position(|v| *v == name) else {
-                            // The placeholder's own span when the text is
-                            // the source text; else the whole value.
-                            let at = if span.len() == text.len() {
-                                span.sub(i, i + name.len() + 2)
-                            } else {
-                                span
-                            };
-                            return Err(unknown_variable(name, at, vars));
+                let hole = match close {
+                    Some(close) => {
+                        // The placeholder's own span when the text is the
+                        // source text; else the whole value.
+                        let at = if span.len() == text.len() {
+                            span.sub(i, close + 1)
+                        } else {
+                            span
                         };
-                        flush(&mut lit, &mut pieces);
-                        pieces.push(match shell.as_deref() {
-                            Some(quotes) => Piece::Quoted(var as u16, quotes.now()),
-                            None => Piece::Var(var as u16),
-                        });
-                        i += name.len() + 2;
+                        dialect.hole(&text[i + 1..close], shell.is_some(), at)?
                     }
-                    _ => {
-                        lit.push('{');
-                        if let Some(quotes) = shell.as_deref_mut() {
-                            quotes.feed("{");
+                    None => None,
+                };
+                let (Some(hole), Some(close)) = (hole, close) else {
+                    lit.push('{');
+                    if let Some(quotes) = shell.as_deref_mut() {
+                        quotes.feed("{");
+                    }
+                    i += 1;
+                    continue;
+                };
+                flush(&mut lit, &mut pieces);
+                let quote = shell.as_deref().map(ShellQuotes::now);
+                let value = |slot: Slot, raw: bool| match quote {
+                    Some(quote) if !raw => Piece::Quoted(slot, quote),
+                    _ => Piece::Var(slot),
+                };
+                match hole {
+                    Hole::Index => pieces.push(Piece::Index),
+                    Hole::JobSlot => pieces.push(Piece::JobSlot),
+                    Hole::Var { slot, raw } => pieces.push(value(slot, raw)),
+                    Hole::All(edit) => {
+                        for column in 0..dialect.columns() {
+                            if column > 0 {
+                                pieces.push(Piece::Lit(" ".into()));
+                            }
+                            pieces.push(value(Slot { column, edit }, false));
                         }
-                        i += 1;
                     }
                 }
+                i = close + 1;
             }
             _ => {
                 // Past the whole character at `i` (it may be several

@@ -427,6 +427,7 @@ pub fn run(
         }
     }
     Ok(Report {
+        halted_on_success: false,
         counts,
         failures,
         interrupted,

@@ -147,16 +147,41 @@ impl Workflow {
         name
     }
 
-    /// The argv the task runs (for shell commands: `/bin/sh -c TEXT`).
+    /// The argv the task runs (for shell commands: `/bin/sh -c TEXT`),
+    /// with `{%}` left as it is written.
     pub fn argv(&self, id: TaskId) -> Vec<String> {
+        self.argv_in_slot(id, None)
+    }
+
+    /// The argv the task runs in job slot `slot` (`{%}`).
+    pub fn argv_in_slot(&self, id: TaskId, slot: Option<u32>) -> Vec<String> {
         let task = self.task(id);
         let template = self.template(task.template);
         let mut argv = Vec::new();
         if template.command.shell {
             argv.extend(["/bin/sh".to_owned(), "-c".to_owned()]);
         }
-        template.command.render(template, task.index, &mut argv);
+        template
+            .command
+            .render(template, task.index, slot, &mut argv);
         argv
+    }
+
+    /// The command as a shell would take it back: a shell line's text, or
+    /// each word quoted (GNU parallel's `--dry-run` and joblog `Command`).
+    pub fn command_line(&self, id: TaskId, slot: Option<u32>) -> String {
+        let argv = self.argv_in_slot(id, slot);
+        if self.template(self.task(id).template).command.shell {
+            return argv.last().cloned().unwrap_or_default();
+        }
+        let mut line = String::new();
+        for (i, word) in argv.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            Quote::Bare.write(word, &mut line);
+        }
+        line
     }
 
     /// What defines the task, hashed: its instance's path, argv, own
@@ -294,32 +319,68 @@ impl Template {
     /// Substitutes the values of instance `index` into `text`.
     pub fn render(&self, text: &Text, index: u32) -> String {
         let mut out = String::new();
+        self.render_into(text, index, None, &mut out);
+        out
+    }
+
+    /// The axis and the column within it of sweep column `column`.
+    fn column(&self, column: u16) -> (usize, u16) {
+        let mut rest = column;
+        for (i, axis) in self.sweep.iter().enumerate() {
+            let width = axis.values.width();
+            if rest < width {
+                return (i, rest);
+            }
+            rest -= width;
+        }
+        unreachable!("the interpreter checks every column exists")
+    }
+
+    /// [`Template::render`], with `{%}` as `job_slot` when it is known.
+    pub fn render_into(&self, text: &Text, index: u32, job_slot: Option<u32>, out: &mut String) {
         let mut positions = None;
+        let mut value = String::new();
         for piece in &text.0 {
             match piece {
                 Piece::Lit(s) => out.push_str(s),
                 Piece::Index => {
                     let _ = write!(out, "{}", index as u64 + 1);
                 }
-                Piece::Var(var) => {
+                Piece::JobSlot => match job_slot {
+                    Some(slot) => {
+                        let _ = write!(out, "{slot}");
+                    }
+                    None => out.push_str("{%}"),
+                },
+                Piece::Var(slot) | Piece::Quoted(slot, _) => {
                     let positions =
                         positions.get_or_insert_with(|| self.positions(index).collect::<Vec<_>>());
-                    self.sweep[*var as usize]
+                    let (axis, column) = self.column(slot.column);
+                    value.clear();
+                    self.sweep[axis]
                         .values
-                        .value(positions[*var as usize], &mut out);
-                }
-                Piece::Quoted(var, quote) => {
-                    let positions =
-                        positions.get_or_insert_with(|| self.positions(index).collect::<Vec<_>>());
-                    let mut value = String::new();
-                    self.sweep[*var as usize]
-                        .values
-                        .value(positions[*var as usize], &mut value);
-                    quote.write(&value, &mut out);
+                        .cell(positions[axis], column, &mut value);
+                    let edited = slot.edit.apply(&value);
+                    match piece {
+                        Piece::Quoted(_, quote) => quote.write(&edited, out),
+                        _ => out.push_str(&edited),
+                    }
                 }
             }
         }
-        out
+    }
+
+    /// Every column's value of instance `index`, in order.
+    pub fn cells(&self, index: u32) -> Vec<String> {
+        let mut cells = Vec::new();
+        for (axis, position) in self.sweep.iter().zip(self.positions(index)) {
+            for column in 0..axis.values.width() {
+                let mut cell = String::new();
+                axis.values.cell(position, column, &mut cell);
+                cells.push(cell);
+            }
+        }
+        cells
     }
 }
 
@@ -334,6 +395,9 @@ pub enum LineKind {
     Plain,
     /// A `[[task]]` of a TOML spec.
     Toml,
+    /// The command of a GNU parallel-style command line
+    /// (`slurp -- CMD ::: A B`).
+    Command,
 }
 
 /// Where a template was written, for messages at run time.
@@ -364,11 +428,36 @@ pub enum Values {
         step: i64,
     },
     List(Vec<Box<str>>),
+    /// Linked values (GNU parallel's `:::+`): rows of `width` columns that
+    /// vary together, row after row in `cells`.
+    Table {
+        width: u16,
+        cells: Vec<Box<str>>,
+    },
 }
 
 impl Values {
+    /// Columns per value: 1 except for a table.
+    pub fn width(&self) -> u16 {
+        match self {
+            Values::Table { width, .. } => *width,
+            _ => 1,
+        }
+    }
+
+    /// Appends column `column` of the value at `position`.
+    pub fn cell(&self, position: u64, column: u16, out: &mut String) {
+        match self {
+            Values::Table { width, cells } => {
+                out.push_str(&cells[position as usize * *width as usize + column as usize])
+            }
+            _ => self.value(position, out),
+        }
+    }
+
     pub fn len(&self) -> u64 {
         match self {
+            Values::Table { width, cells } => (cells.len() / (*width).max(1) as usize) as u64,
             Values::Range { start, end, step } => {
                 if *step == 0 || (*step > 0 && start > end) || (*step < 0 && start < end) {
                     0
@@ -391,6 +480,11 @@ impl Values {
                 let _ = write!(out, "{}", *start as i128 + position as i128 * *step as i128);
             }
             Values::List(values) => out.push_str(&values[position as usize]),
+            // A row is named by its cells, as several axes would be.
+            Values::Table { width, cells } => {
+                let row = position as usize * *width as usize;
+                out.push_str(&cells[row..row + *width as usize].join(","));
+            }
         }
     }
 
@@ -404,6 +498,11 @@ impl Values {
                     .then_some((offset / step) as u64)
             }
             Values::List(values) => values.iter().position(|v| &**v == text).map(|p| p as u64),
+            Values::Table { .. } => (0..self.len()).find(|&p| {
+                let mut row = String::new();
+                self.value(p, &mut row);
+                row == text
+            }),
         }
     }
 }
@@ -426,13 +525,102 @@ impl Text {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Piece {
     Lit(Box<str>),
-    /// The value of sweep axis `n`, as it is.
-    Var(u16),
-    /// The value of sweep axis `n` in a line for `/bin/sh`, quoted so the
+    /// The value of a sweep column, as it is.
+    Var(Slot),
+    /// The value of a sweep column in a line for `/bin/sh`, quoted so the
     /// shell reads it as exactly the value, where it stands (`Quote`).
-    Quoted(u16, Quote),
+    Quoted(Slot, Quote),
     /// `{#}`: the 1-based index of the instance within its sweep.
     Index,
+    /// `{%}` (GNU parallel's job slot): 1 + the first core the task holds,
+    /// so among the tasks running at once no two one-core tasks share it.
+    /// Known only at launch; elsewhere it reads `{%}`.
+    JobSlot,
+}
+
+/// Which value a placeholder takes: the sweep's column `column` (counted
+/// over every axis, an axis of linked values having several), edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub column: u16,
+    pub edit: Edit,
+}
+
+impl Slot {
+    pub fn plain(column: u16) -> Self {
+        Slot {
+            column,
+            edit: Edit::None,
+        }
+    }
+}
+
+/// The path edits of GNU parallel's replacement strings, as `{x.}` …
+/// `{x/.}` in a task line and `{.}` … `{2/.}` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edit {
+    None,
+    /// `.`: without its extension (`dir/a.tar.gz` → `dir/a.tar`).
+    Stem,
+    /// `/`: the part after the last `/`.
+    Base,
+    /// `//`: the directory, as `dirname` writes it (`.` for a bare name).
+    Dir,
+    /// `/.`: the part after the last `/`, without its extension.
+    BaseStem,
+}
+
+impl Edit {
+    /// The edit a suffix names: `.`, `/`, `//`, `/.`; `None` for any other.
+    pub fn from_suffix(suffix: &str) -> Option<Edit> {
+        Some(match suffix {
+            "" => Edit::None,
+            "." => Edit::Stem,
+            "/" => Edit::Base,
+            "//" => Edit::Dir,
+            "/." => Edit::BaseStem,
+            _ => return None,
+        })
+    }
+
+    /// The suffixes, longest first, as a parser should try them.
+    pub const SUFFIXES: [&'static str; 4] = ["/.", "//", "/", "."];
+
+    /// `value` edited. The rules are GNU parallel's: the extension is a
+    /// last `.` with neither `/` nor `.` after it (`.bashrc` → ``); the
+    /// base is what follows the last `/` (`a/` → ``); the directory is
+    /// POSIX dirname's (`a/` → `.`, `/x` → `/`).
+    pub fn apply(self, value: &str) -> std::borrow::Cow<'_, str> {
+        fn stem(v: &str) -> &str {
+            match v.rfind('.') {
+                Some(dot) if dot + 1 < v.len() && !v[dot + 1..].contains('/') => &v[..dot],
+                _ => v,
+            }
+        }
+        fn base(v: &str) -> &str {
+            v.rfind('/').map_or(v, |slash| &v[slash + 1..])
+        }
+        fn dir(v: &str) -> &str {
+            let trimmed = v.trim_end_matches('/');
+            if trimmed.is_empty() {
+                return if v.is_empty() { "." } else { "/" };
+            }
+            match trimmed.rfind('/') {
+                None => ".",
+                Some(slash) => match trimmed[..slash].trim_end_matches('/') {
+                    "" => "/",
+                    parent => parent,
+                },
+            }
+        }
+        std::borrow::Cow::Borrowed(match self {
+            Edit::None => value,
+            Edit::Stem => stem(value),
+            Edit::Base => base(value),
+            Edit::Dir => dir(value),
+            Edit::BaseStem => stem(base(value)),
+        })
+    }
 }
 
 /// Where a placeholder stands in a shell line: outside quotes, inside
@@ -547,10 +735,22 @@ impl CommandTemplate {
         }
     }
 
-    fn render(&self, template: &Template, index: u32, out: &mut Vec<String>) {
+    fn render(&self, template: &Template, index: u32, slot: Option<u32>, out: &mut Vec<String>) {
         match &self.words {
             Words::Constant(joined) => out.extend(joined.split('\0').map(str::to_owned)),
-            Words::Template(words) => out.extend(words.iter().map(|w| template.render(w, index))),
+            Words::Template(words) => out.extend(words.iter().map(|w| {
+                let mut word = String::new();
+                template.render_into(w, index, slot, &mut word);
+                word
+            })),
+        }
+    }
+
+    /// Whether the command takes `{%}`, known only at launch.
+    pub fn uses_job_slot(&self) -> bool {
+        match &self.words {
+            Words::Constant(_) => false,
+            Words::Template(words) => words.iter().any(|w| w.0.contains(&Piece::JobSlot)),
         }
     }
 }

@@ -10,16 +10,18 @@ pub mod batch;
 pub mod core;
 pub mod exec;
 pub mod flux;
+pub mod halt;
 mod ir;
 pub mod jobspec;
 pub mod journal;
 mod resources;
 pub mod run;
+pub mod show;
 pub mod slurm;
 
 pub use ir::{
-    Axis, CommandTemplate, Extras, FileId, LineKind, Piece, Program, Quote, Request, Source, Task,
-    TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Edit, Extras, FileId, LineKind, Piece, Program, Quote, Request, Slot,
+    Source, Task, TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
 pub use resources::{Capacity, Machine, Shortfall, amount, format_bytes};

@@ -27,17 +27,7 @@ use crate::ir::{FileId, Program, TaskId, Workflow, WorkflowId};
 use crate::journal::{Journal, Placed, Record};
 use crate::resources::{Capacity, Machine};
 
-/// What to do when a task fails for good.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Halt {
-    /// Run everything that does not depend on the failure.
-    #[default]
-    Never,
-    /// Start nothing more; let running tasks finish.
-    Soon,
-    /// Start nothing more and stop running tasks.
-    Now,
-}
+pub use crate::halt::Halt;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -56,6 +46,9 @@ pub struct RunOptions {
     /// Bind ranks to their cores.
     pub bind: bool,
     pub output: OutputMode,
+    /// How group-mode output is shown and kept (`--tag`, `--keep-order`,
+    /// `--results`).
+    pub show: crate::show::Options,
     pub halt: Halt,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
@@ -151,6 +144,9 @@ pub struct Report {
     /// Every task that did not succeed, at every level, parents first.
     pub failures: Vec<Failure>,
     pub interrupted: bool,
+    /// Stopped early because `--halt …,success=…` was met: what did not
+    /// run was not wanted.
+    pub halted_on_success: bool,
     pub elapsed: Duration,
 }
 
@@ -245,6 +241,11 @@ struct Driver<'p> {
     seqs: std::collections::HashMap<(u32, TaskId), u64>,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
+    shown: crate::show::Shown,
+    /// Tasks ended for good, at every level, for `--halt`.
+    ended: crate::halt::Ended,
+    /// The run stopped because a `--halt …,success=` condition was met.
+    halted_on_success: bool,
 }
 
 /// Runs the top-level workflow of `program`, and every workflow it nests,
@@ -281,6 +282,12 @@ pub async fn run(
         seqs: Default::default(),
         done_tx,
         line_tx,
+        shown: crate::show::Shown::new(opts.show.clone()),
+        ended: crate::halt::Ended {
+            total: program.root().tasks.len() as u64,
+            ..Default::default()
+        },
+        halted_on_success: false,
     };
     let root = Instance {
         workflow: WorkflowId(0),
@@ -327,6 +334,7 @@ pub async fn run(
                     observer.output(&driver.name(instance as usize, task), stderr, &line);
                 }
                 driver.finished(finished, observer);
+                driver.show_ended(observer);
                 dirty.extend(0..driver.instances.len());
             }
                         _ = sleep_until(wake) => {
@@ -344,6 +352,16 @@ pub async fn run(
         }
     }
 
+    driver.show_ended(observer);
+    let root = &driver.instances[0];
+    let names = |t| {
+        format!(
+            "{}{}",
+            root.path,
+            program.workflow(root.workflow).task_name(t)
+        )
+    };
+    driver.shown.flush_all(names, observer);
     let end = Record::End {
         t: driver.now().0,
         interrupted,
@@ -381,6 +399,7 @@ pub async fn run(
         counts: driver.instances[0].core.counts(),
         failures,
         interrupted,
+        halted_on_success: driver.halted_on_success,
         elapsed: driver.started.elapsed(),
     })
 }
@@ -574,7 +593,11 @@ impl Driver<'_> {
             task,
             attempt,
             name,
-            argv: workflow.argv(task),
+            // `{%}`: one more than the first core the task holds.
+            argv: workflow.argv_in_slot(
+                task,
+                ranks.first().and_then(|r| r.cores.first()).map(|c| c + 1),
+            ),
             env: workflow.environment(task),
             cwd,
             ranks,
@@ -755,12 +778,20 @@ impl Driver<'_> {
         let i = finished.instance as usize;
         self.joblog_line(&finished);
         let name = self.name(i, finished.task);
-        if !finished.stdout.is_empty() {
-            observer.output(&name, false, &finished.stdout);
-        }
-        if !finished.stderr.is_empty() && self.opts.output == OutputMode::Group {
-            observer.output(&name, true, &finished.stderr);
-        }
+        let workflow = self.program.workflow(self.instances[i].workflow);
+        let stderr: &[u8] = match self.opts.output {
+            OutputMode::Group => &finished.stderr,
+            _ => &[],
+        };
+        self.shown.attempt(
+            workflow,
+            finished.task,
+            &name,
+            i == 0,
+            &finished.stdout,
+            stderr,
+            observer,
+        );
         if finished.outcome != Outcome::Success {
             self.instances[i].tails.push((
                 finished.task,
@@ -771,13 +802,36 @@ impl Driver<'_> {
         let now = self.now();
         let core = &mut self.instances[i].core;
         core.on_finished(now, finished.task, finished.outcome);
-        let failed_for_good = matches!(core.state(finished.task), State::Failed | State::Timeout);
-        if failed_for_good && self.opts.halt != Halt::Never {
+        match core.state(finished.task) {
+            State::Failed | State::Timeout => self.ended.failed += 1,
+            State::Succeeded => self.ended.succeeded += 1,
+            _ => return,
+        }
+        if self.opts.halt.reached(self.ended) && !self.instances[0].core.is_halted() {
+            self.halted_on_success = self.opts.halt.on_success();
             self.halt_all();
-            if self.opts.halt == Halt::Now {
+            if matches!(self.opts.halt, Halt::Now(_)) {
                 self.stop_all(Stop::Cancel);
             }
         }
+    }
+
+    /// `--keep-order`: the output of the top-level tasks that have ended,
+    /// up to the first that has not.
+    fn show_ended(&mut self, observer: &mut dyn Observer) {
+        let root = &self.instances[0];
+        let program = self.program;
+        let tasks = program.workflow(root.workflow).tasks.len() as u32;
+        let core = &root.core;
+        let names = |t| {
+            format!(
+                "{}{}",
+                root.path,
+                program.workflow(root.workflow).task_name(t)
+            )
+        };
+        self.shown
+            .flush_ended(tasks, |t| core.state(t).is_final(), names, observer);
     }
 
     /// One line in GNU parallel's `--joblog` format. Exitval is the exit
@@ -794,25 +848,7 @@ impl Driver<'_> {
         };
         let inst = &self.instances[finished.instance as usize];
         let workflow = self.program.workflow(inst.workflow);
-        let argv = workflow.argv(finished.task);
-        // As a shell would take it back: a shell line's text, or each word
-        // quoted.
-        let command = if workflow
-            .template(workflow.task(finished.task).template)
-            .command
-            .shell
-        {
-            argv.last().cloned().unwrap_or_default()
-        } else {
-            let mut line = String::new();
-            for (i, word) in argv.iter().enumerate() {
-                if i > 0 {
-                    line.push(' ');
-                }
-                crate::Quote::Bare.write(word, &mut line);
-            }
-            line
-        };
+        let command = workflow.command_line(finished.task, None);
         let end = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
