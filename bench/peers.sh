@@ -35,6 +35,19 @@ printf '  xargs -P%s     %7.2f s\n' "$cores" "$t_xargs"
 printf '  parallel -j%s  %7.2f s\n' "$cores" "$t_parallel"
 printf '  slurp          %7.2f s   %sx xargs, %sx parallel\n' "$t_slurp" "$(ratio "$t_slurp" "$t_xargs")" "$(ratio "$t_slurp" "$t_parallel")"
 
+# The GNU parallel front door: the same command line for slurp and parallel
+# (`true N` per value, N appended), xargs running the same commands.
+seq "$n" > values
+t_xargs_cl=$(seconds sh -c "xargs -P$cores -n1 true < values")
+t_parallel_cl=$(seconds sh -c "parallel -j$cores true :::: values")
+t_slurp_cl=$(seconds sh -c "$slurp -j$cores true :::: values")
+t_slurp_args=$(seconds sh -c "$slurp -j$cores true ::: \$(cat values)")
+echo "command line: -j$cores true ::: 1..$n (parallel's command line, the values appended)"
+printf '  xargs -P%s -n1  %7.2f s\n' "$cores" "$t_xargs_cl"
+printf '  parallel        %7.2f s\n' "$t_parallel_cl"
+printf '  slurp :::: FILE %7.2f s   %sx xargs, %sx parallel\n' "$t_slurp_cl" "$(ratio "$t_slurp_cl" "$t_xargs_cl")" "$(ratio "$t_slurp_cl" "$t_parallel_cl")"
+printf '  slurp ::: ARGS  %7.2f s   %sx xargs\n' "$t_slurp_args" "$(ratio "$t_slurp_args" "$t_xargs_cl")"
+
 {
   # The same program on both sides (the shell's `true` would be a builtin).
   echo "task t1: /bin/true"

@@ -115,8 +115,8 @@ struct RunArgs {
     #[arg(long, value_name = "WHEN[,WHY=N]", default_value = "never", value_parser = parse_halt)]
     halt: Halt,
     /// Run at most N tasks at once, one core each (GNU parallel's `-j`):
-    /// the instance is N cores of one node; `N%` of this machine's cores,
-    /// `+N` or `-N` more or fewer than it has
+    /// the instance is N slots of one node, not bound to CPUs; `N%` of this
+    /// machine's cores, `+N` or `-N` more or fewer than it has
     #[arg(short = 'j', long = "jobs", value_name = "N", conflicts_with_all = ["cores", "nodes"])]
     jobs: Option<String>,
     /// Show each task's output in the order of the tasks instead of the
@@ -1170,9 +1170,10 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         match jobs(text, opts.capacity.cores_per_node) {
             Ok(n) => {
                 opts.capacity.nodes = 1;
-                // N slots on fewer CPUs: none is bound, rather than the
-                // first few bound and the rest free.
-                bind &= n as usize <= machine.cpus.len();
+                // Slots, as parallel's: the kernel places them (one bound
+                // core each costs a little per spawn, and more slots than
+                // CPUs could not all be bound).
+                bind = false;
                 opts.capacity.cores_per_node = n;
             }
             Err(e) => return usage(e),
@@ -1539,7 +1540,9 @@ fn submit(
     ];
     if let Some((option, _)) = local_only.iter().find(|(_, given)| *given) {
         eprintln!("error: {option} applies to runs here, not to `--backend {backend}`");
-        eprintln!("hint: the batch system keeps each job's output in the run directory (`slurp log TASK`); without `--backend`, slurp runs the tasks here");
+        eprintln!(
+            "hint: the batch system keeps each job's output in the run directory (`slurp log TASK`); without `--backend`, slurp runs the tasks here"
+        );
         return Ok(ExitCode::from(2));
     }
     let reachable = match backend {

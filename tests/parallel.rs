@@ -492,3 +492,181 @@ fn hostile_values_reach_the_program_exactly_and_never_run() {
         );
     }
 }
+
+/// The same sources from a workflow file: a sweep over the lines of a file
+/// (relative to the workflow, as an include) and over a glob (matched
+/// where the tasks run), with the path edits of parallel's strings.
+#[test]
+fn a_file_sweeps_over_the_lines_of_a_file_and_a_glob_with_path_edits() {
+    let run = common::Test::new()
+        .file("data/b.csv", "")
+        .file("data/a b.csv", "")
+        .file("data/skip.txt", "")
+        .file("flow/values", "x\ny z\n")
+        .file(
+            "flow/w.slurp",
+            "task z[f=glob(data/*.csv)]: echo {f/.}:{f//}:{f.}\n\
+             task l[v=lines(values)] after=z: echo \"<{v}>\" && true\n",
+        )
+        .args(&["-k", "flow/w.slurp"])
+        .run()
+        .success();
+    assert_eq!(
+        run.stdout, "a b:data:data/a b\nb:data:data/b\n<x>\n<y z>\n",
+        "{}",
+        run.stderr
+    );
+    common::Test::new()
+        .file(
+            "w.slurp",
+            "task z[f=glob(none/*.csv)]: echo {f}\ntask q[v=lines(nope.txt)]: echo {v}\ntask s[v=1..2]: echo {w/.}\n",
+        )
+        .args(&["check", "w.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&[
+            "`none/*.csv` matches no path",
+            "w.slurp:2:10",
+            "cannot read the values in `nope.txt`",
+            "unknown variable `{w}`",
+            "3 errors",
+        ]);
+}
+
+/// parallel's options work on a workflow file too: `-k`, `--tag`,
+/// `--dry-run`, `--results`, `-j`, `--timeout`, `--retries`.
+#[test]
+fn parallels_options_apply_to_a_workflow_file() {
+    let file = "task s[n=1..4]: sh -c 'sleep 0.$((5 - {n})); echo {n}'\n";
+    common::Test::new()
+        .file("w.slurp", file)
+        .args(&["-k", "-j4", "--tag", "w.slurp"])
+        .run()
+        .success()
+        .stdout_has(&["1\t1\n2\t2\n3\t3\n4\t4\n"]);
+    let dry = common::Test::new()
+        .file("w.slurp", file)
+        .args(&["--dry-run", "w.slurp"])
+        .run()
+        .success();
+    assert_eq!(dry.stdout.lines().count(), 4);
+    assert!(
+        dry.stdout
+            .starts_with("sh -c 'sleep 0.$((5 - 1)); echo 1'\n"),
+        "{}",
+        dry.stdout
+    );
+    let test = common::Test::new()
+        .file(
+            "w.slurp",
+            "task a: echo out\ntask b: sh -c 'echo err >&2; exit 3'\n",
+        )
+        .args(&["-q", "--results", "res", "--retries", "2", "w.slurp"]);
+    let run = test.run();
+    assert_eq!(run.status, 1);
+    assert_eq!(
+        std::fs::read_to_string(test.path().join("res/a/stdout")).unwrap(),
+        "out\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(test.path().join("res/b/stderr")).unwrap(),
+        "err\n"
+    );
+    assert!(run.stderr.contains("2 attempts"), "{}", run.stderr);
+    let timed = common::Test::new()
+        .file(
+            "w.slurp",
+            "task slow: sleep 30\ntask own time=1m: sleep 1.5\n",
+        )
+        .args(&["--timeout", "1", "w.slurp"])
+        .run();
+    assert_eq!(timed.status, 1);
+    assert!(
+        timed.stderr.contains("1 succeeded, 1 timeout"),
+        "{}",
+        timed.stderr
+    );
+}
+
+/// A command line's mistakes are diagnostics before anything runs; a
+/// command with no input at a terminal is refused, not left waiting.
+#[test]
+fn a_bad_command_line_runs_nothing_and_says_why() {
+    common::Test::new()
+        .args(&["echo", "{3}", ":::", "a", ":::", "b"])
+        .run()
+        .invalid()
+        .stderr_has(&[
+            "input source 3",
+            "there are 2 input sources",
+            "command line:1:6",
+        ]);
+    common::Test::new()
+        .args(&["-j", "zero", "echo", ":::", "a"])
+        .run()
+        .invalid()
+        .stderr_has(&["`-j zero`"]);
+    common::Test::new()
+        .args(&["--halt", "later", "echo", ":::", "a"])
+        .run()
+        .invalid()
+        .stderr_has(&["not a halt rule"]);
+    common::Test::new()
+        .args(&["echo", "::::", "missing.txt"])
+        .run()
+        .invalid()
+        .stderr_has(&["cannot read the values in `missing.txt`"]);
+    let test = common::Test::new().args(&["--", "true", "::::"]);
+    test.run().invalid().stderr_has(&["names no file"]);
+    assert!(!test.path().join(".slurp").exists());
+}
+
+/// `slurp resume` of a command line reruns what failed, with the values it
+/// first read from standard input, and appends to the joblog.
+#[test]
+fn a_command_line_resumes_with_the_values_it_read_from_stdin() {
+    let test = common::Test::new()
+        .args(&[
+            "-q",
+            "--joblog",
+            "jl",
+            "--",
+            "test {} != b && echo {} >> done",
+        ])
+        .stdin("a\nb\nc\n");
+    assert_eq!(test.run().status, 1);
+    assert_eq!(test.lines_of("done"), ["a", "c"]);
+    let resumed = Command::new(common::binary())
+        .arg("resume")
+        .current_dir(test.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("2 tasks already succeeded"), "{stderr}");
+    // Only `b` ran again: still two lines done, four joblog lines.
+    assert_eq!(test.lines_of("done"), ["a", "c"]);
+    let joblog = test.lines_of("jl");
+    assert_eq!(joblog.len(), 5, "{joblog:?}");
+    assert!(
+        joblog[4].ends_with("test b != b && echo b >> done"),
+        "{joblog:?}"
+    );
+}
+
+/// A task whose command is a slurp command line is a slurp inside the
+/// task (its slice), not a nested workflow file named like the command.
+#[test]
+fn a_task_may_run_a_slurp_command_line() {
+    let line = format!(
+        "task inner: {} -q -k -- echo in-{{}} ::: a b\n",
+        common::binary().display()
+    );
+    common::Test::new()
+        .file("w.slurp", &line)
+        .args(&["-q", "w.slurp"])
+        .run()
+        .success()
+        .stdout_has(&["in-a\nin-b\n"]);
+}

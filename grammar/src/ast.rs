@@ -120,24 +120,32 @@ pub enum SweepValues {
     Range { start: i64, end: i64, step: i64 },
     /// `a,b,c`
     List(Vec<String>),
+    /// `lines(FILE)`: one value per line of FILE (read by the interpreter).
+    Lines(String),
+    /// `glob(PATTERN)`: the paths that match, sorted (found by the
+    /// interpreter).
+    Glob(String),
 }
 
 impl SweepValues {
-    pub fn len(&self) -> u64 {
+    /// How many values; `None` for `lines(…)` and `glob(…)`, known only
+    /// once they are read.
+    pub fn len(&self) -> Option<u64> {
         match self {
-            SweepValues::Range { start, end, step } => {
+            SweepValues::Range { start, end, step } => Some(
                 if (*step > 0 && start > end) || (*step < 0 && start < end) {
                     0
                 } else {
                     (end.abs_diff(*start) / step.unsigned_abs()) + 1
-                }
-            }
-            SweepValues::List(values) => values.len() as u64,
+                },
+            ),
+            SweepValues::List(values) => Some(values.len() as u64),
+            SweepValues::Lines(_) | SweepValues::Glob(_) => None,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == Some(0)
     }
 }
 

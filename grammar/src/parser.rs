@@ -453,9 +453,29 @@ impl<'s> Builder<'s> {
             self.error(
                 Diagnostic::new("slurp::bad_sweep", "sweep variable has no values")
                     .label(span, "expected values after `=`")
-                    .help("a range `1..100`, a range with a step `0..1000:10`, or a list `a,b,c`"),
+                    .help("a range `1..100`, a range with a step `0..1000:10`, a list `a,b,c`, `lines(FILE)` or `glob(PATTERN)`"),
             );
             return None;
+        }
+        for (function, make) in [
+            ("lines", SweepValues::Lines as fn(String) -> SweepValues),
+            ("glob", SweepValues::Glob),
+        ] {
+            let Some(inner) = text
+                .strip_prefix(function)
+                .and_then(|t| t.strip_prefix('('))
+            else {
+                continue;
+            };
+            let Some(argument) = inner.strip_suffix(')').filter(|a| !a.is_empty()) else {
+                self.error(
+                    Diagnostic::new("slurp::bad_sweep", format!("`{function}(…)` needs its argument and a closing `)`"))
+                        .label(span, format!("expected `{function}({})`", if function == "lines" { "FILE" } else { "PATTERN" }))
+                        .help("`lines(inputs.txt)` takes one value per line of a file; `glob(data/*.csv)` the paths that match"),
+                );
+                return None;
+            };
+            return Some(make(argument.to_owned()));
         }
         if let Some((start, rest)) = text.split_once("..") {
             let (end, step) = match rest.split_once(':') {

@@ -139,7 +139,7 @@ fn ranges_are_inclusive_with_optional_step() {
     let ItemKind::Task(t) = &items[0] else {
         panic!()
     };
-    let lens: Vec<u64> = t
+    let lens: Vec<Option<u64>> = t
         .sweep
         .as_ref()
         .unwrap()
@@ -147,7 +147,32 @@ fn ranges_are_inclusive_with_optional_step() {
         .iter()
         .map(|v| v.values.node.len())
         .collect();
-    assert_eq!(lens, [100, 101, 3]);
+    assert_eq!(lens, [Some(100), Some(101), Some(3)]);
+}
+
+#[test]
+fn lines_and_glob_are_sources_read_later() {
+    let items = ok("task s[f=lines(in.txt) g=glob(data/*.csv) h=lines(../up/x)]: x\n");
+    let ItemKind::Task(t) = &items[0] else {
+        panic!()
+    };
+    let values: Vec<&SweepValues> = t
+        .sweep
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|v| &v.values.node)
+        .collect();
+    assert_eq!(
+        values,
+        [
+            &SweepValues::Lines("in.txt".into()),
+            &SweepValues::Glob("data/*.csv".into()),
+            &SweepValues::Lines("../up/x".into()),
+        ]
+    );
+    assert!(values.iter().all(|v| v.len().is_none()));
 }
 
 #[test]

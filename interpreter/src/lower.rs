@@ -295,7 +295,13 @@ impl<'a> Lowerer<'a> {
                 (None, Vec::new(), LineKind::Plain, false, None)
             }
         };
-        let axes: Vec<Axis> = sweep.iter().map(to_axis).collect();
+        let mut axes: Vec<Axis> = Vec::with_capacity(sweep.len());
+        for var in &sweep {
+            match self.axis(var, file) {
+                Some(axis) => axes.push(axis),
+                None => return,
+            }
+        }
         let var_names: Vec<&str> = axes.iter().map(|a| &*a.name).collect();
         let count = axes.iter().fold(1u128, |n, a| n * a.values.len() as u128);
         if self.over_limit {
@@ -611,6 +617,64 @@ impl<'a> Lowerer<'a> {
         workflow.templates.push(template);
     }
 
+    /// A sweep variable's values; `lines(FILE)` read (FILE relative to the
+    /// file that names it, as an include) and `glob(PATTERN)` matched (from
+    /// where slurp runs, where the tasks run, the paths as matched).
+    fn axis(&mut self, var: &SweepVar, file: FileId) -> Option<Axis> {
+        let span = var.values.span;
+        let values = match &var.values.node {
+            SweepValues::Range { start, end, step } => Values::Range {
+                start: *start,
+                end: *end,
+                step: *step,
+            },
+            SweepValues::List(values) => {
+                Values::List(values.iter().map(|v| v.as_str().into()).collect())
+            }
+            SweepValues::Lines(path) => {
+                let base = self
+                    .sources
+                    .get(file)
+                    .path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(|| self.opts.cwd.clone(), Path::to_path_buf);
+                match crate::parallel::read_lines(Path::new(path), &base) {
+                    Ok(values) if values.is_empty() => {
+                        self.error(
+                            file,
+                            Diagnostic::new("slurp::bad_sweep", format!("`{path}` has no lines"))
+                                .label(span, "this sweep has no values")
+                                .help("give the file one value per line"),
+                        );
+                        return None;
+                    }
+                    Ok(values) => Values::List(values),
+                    Err(d) => {
+                        self.error(file, d.label(span, "read here"));
+                        return None;
+                    }
+                }
+            }
+            SweepValues::Glob(pattern) => match glob_values(pattern, &self.opts.cwd) {
+                Ok(values) => Values::List(values),
+                Err((message, help)) => {
+                    self.error(
+                        file,
+                        Diagnostic::new("slurp::bad_sweep", message)
+                            .label(span, "matched from where slurp runs")
+                            .help(help),
+                    );
+                    return None;
+                }
+            },
+        };
+        Some(Axis {
+            name: var.name.node.as_str().into(),
+            values,
+        })
+    }
+
     /// Types one attribute: parsed once when constant, per instance when it
     /// uses a sweep variable. `None` after reporting a mistake.
     fn field<T>(
@@ -904,20 +968,52 @@ fn bad_value(key: &str, message: &str, span: Span) -> Diagnostic {
         .help(help)
 }
 
-fn to_axis(var: &SweepVar) -> Axis {
-    Axis {
-        name: var.name.node.as_str().into(),
-        values: match &var.values.node {
-            SweepValues::Range { start, end, step } => Values::Range {
-                start: *start,
-                end: *end,
-                step: *step,
-            },
-            SweepValues::List(values) => {
-                Values::List(values.iter().map(|v| v.as_str().into()).collect())
+/// The paths matching `pattern`, sorted, relative to `cwd` when the
+/// pattern is; an error (message, help) when none match.
+fn glob_values(pattern: &str, cwd: &Path) -> Result<Vec<Box<str>>, (String, String)> {
+    let relative = !pattern.starts_with('/');
+    let full = if relative {
+        format!(
+            "{}/{pattern}",
+            glob::Pattern::escape(&cwd.to_string_lossy())
+        )
+    } else {
+        pattern.to_owned()
+    };
+    let paths = glob::glob(&full).map_err(|e| {
+        (
+            format!("`{pattern}` is not a glob pattern: {}", e.msg),
+            "patterns use `*`, `?`, `[abc]` and `**` for any depth".to_owned(),
+        )
+    })?;
+    let mut values = Vec::new();
+    for path in paths.flatten() {
+        let shown = if relative {
+            path.strip_prefix(cwd).unwrap_or(&path).to_path_buf()
+        } else {
+            path
+        };
+        match shown.to_str() {
+            Some(text) => values.push(Box::from(text)),
+            None => {
+                return Err((
+                    format!(
+                        "`{}` (matched by `{pattern}`) is not UTF-8 text",
+                        shown.display()
+                    ),
+                    "slurp's values are text; rename the file".to_owned(),
+                ));
             }
-        },
+        }
     }
+    if values.is_empty() {
+        return Err((
+            format!("`{pattern}` matches no path"),
+            format!("it is matched from {}, where slurp runs", cwd.display()),
+        ));
+    }
+    values.sort();
+    Ok(values)
 }
 
 fn sweep_span(sweep: &[SweepVar]) -> Option<Span> {
@@ -949,6 +1045,14 @@ fn nested_file(command: &Command, template: &CommandTemplate) -> Option<(Text, S
         Some("flux") if words.get(1).is_some_and(|w| w.text == "slurp") => 2,
         _ => return None,
     };
+    // `slurp -- CMD ::: …` (a command line, not a file) runs as a process
+    // of its own, a slurp inside the task's slice.
+    if words[start..]
+        .iter()
+        .any(|w| w.text == "--" || w.text.starts_with(":::"))
+    {
+        return None;
+    }
     let (offset, word) = words
         .iter()
         .enumerate()

@@ -318,9 +318,9 @@ pub(crate) fn read_lines(path: &Path, cwd: &Path) -> Result<Vec<Box<str>>, Diagn
     let bytes = bytes.map_err(|e| {
         Diagnostic::new(
             "slurp::unreadable",
-            format!("cannot read the input source {shown}: {e}"),
+            format!("cannot read the values in {shown}: {e}"),
         )
-        .help("`::::` and `-a` take a file with one value per line; `-` is standard input")
+        .help("values come one per line of a file; `-` is standard input")
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let line = e.as_bytes()[..e.utf8_error().valid_up_to()]
@@ -330,7 +330,7 @@ pub(crate) fn read_lines(path: &Path, cwd: &Path) -> Result<Vec<Box<str>>, Diagn
             + 1;
         Diagnostic::new(
             "slurp::not_utf8",
-            format!("line {line} of the input source {shown} is not UTF-8 text"),
+            format!("line {line} of the values in {shown} is not UTF-8 text"),
         )
         .help(
             "slurp's values are text; rename such files, or list them with `find -print0 | iconv`",

@@ -381,11 +381,27 @@ fn sweep_of(table: &TSpanned<toml::Table>) -> Result<Vec<SweepVar>, Diagnostic> 
         if !slurp_grammar::is_identifier(name) {
             return Err(bad(name, "not a variable name"));
         }
+        let function = |text: &str, name: &str| {
+            text.strip_prefix(name)?
+                .strip_prefix('(')?
+                .strip_suffix(')')
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+        };
         let values = match value {
+            toml::Value::String(text) if function(text, "lines").is_some() => {
+                SweepValues::Lines(function(text, "lines").unwrap_or_default())
+            }
+            toml::Value::String(text) if function(text, "glob").is_some() => {
+                SweepValues::Glob(function(text, "glob").unwrap_or_default())
+            }
             toml::Value::String(range) => {
-                let (start, rest) = range
-                    .split_once("..")
-                    .ok_or_else(|| bad(name, "a string must be a range `A..B`"))?;
+                let (start, rest) = range.split_once("..").ok_or_else(|| {
+                    bad(
+                        name,
+                        "a string must be a range `A..B`, `lines(FILE)` or `glob(PATTERN)`",
+                    )
+                })?;
                 let (end, step) = rest.split_once(':').unwrap_or((rest, "1"));
                 let number = |s: &str| {
                     s.parse::<i64>()
