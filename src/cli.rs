@@ -747,6 +747,15 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
         amount("cores", largest),
     )?;
     writeln!(out, "  instance      {}", opts.capacity)?;
+    if mem > 0 {
+        let mechanism = slurp_runtime::exec::memory::Mechanism::get();
+        writeln!(
+            out,
+            "  memory        `mem=` is a hard limit here: {}",
+            mechanism.describe()
+        )?;
+        slurp_runtime::exec::memory::Mechanism::clean_up();
+    }
     Ok(())
 }
 
@@ -809,6 +818,8 @@ fn write_jobspec(out: &mut impl Write, program: &Program, id: TaskId, cwd: &str)
 fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
     let machine = Machine::detect();
     let capacity = instance.capacity_of(&machine);
+    // Found by making (and now removing) slurp's cgroup.
+    let _clean = CleanUp;
     let job = match instance.allocation() {
         Ok(job) => job,
         Err(why) => {
@@ -826,7 +837,8 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
                 "cpus_per_node": j.cpus,
             })
         });
-        let value = serde_json::json!({ "capacity": capacity, "machine": machine, "allocation": allocation });
+        let limits = slurp_runtime::exec::memory::Mechanism::get().name();
+        let value = serde_json::json!({ "capacity": capacity, "machine": machine, "allocation": allocation, "memory_limits": limits });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
@@ -861,6 +873,11 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
         )?;
         writeln!(
             out,
+            "limits  a task's mem= held by {}",
+            slurp_runtime::exec::memory::Mechanism::get().describe()
+        )?;
+        writeln!(
+            out,
             "cpus    {}  (this process's affinity mask, cut to its cgroup quota)",
             list(machine.cpus.iter().map(usize::to_string).collect())
         )?;
@@ -871,6 +888,15 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes slurp's memory cgroup when dropped, if one was made.
+struct CleanUp;
+
+impl Drop for CleanUp {
+    fn drop(&mut self) {
+        slurp_runtime::exec::memory::Mechanism::clean_up();
+    }
 }
 
 /// What a run continues, if anything.
@@ -1496,6 +1522,7 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     let strays = slurp_runtime::exec::strays::end_strays(
         options.grace.min(std::time::Duration::from_secs(1)),
     );
+    slurp_runtime::exec::memory::Mechanism::clean_up();
     if strays > 0 {
         eprintln!(
             "slurp: ended {strays} process{} that tasks left running outside their process groups",

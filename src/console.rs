@@ -113,6 +113,7 @@ pub fn summary(loaded: &Loaded, report: &Report) {
             (Reason::Ended(Outcome::Exit(code)), _) => format!("exit status {code}"),
             (Reason::Ended(Outcome::Signal(sig)), _) => format!("killed by signal {sig}"),
             (Reason::Ended(Outcome::Timeout), _) => "ran past its time limit".to_owned(),
+            (Reason::Ended(Outcome::OutOfMemory), _) => "ran out of memory".to_owned(),
             (Reason::Ended(Outcome::SpawnError), _) => failure
                 .error
                 .clone()
@@ -191,7 +192,7 @@ fn how(replay: &Replay) -> &'static str {
     }
 }
 
-fn counts_line(counts: &[usize; 8]) -> String {
+fn counts_line(counts: &[usize; 9]) -> String {
     let parts: Vec<String> = State::ALL
         .iter()
         .filter(|s| counts[**s as usize] > 0)
@@ -278,7 +279,7 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
         let style = match state {
             State::Succeeded => style.green(),
             State::Failed => style.red().bold(),
-            State::Timeout => style.yellow().bold(),
+            State::Timeout | State::OutOfMemory => style.yellow().bold(),
             State::Skipped => style.magenta(),
             State::Cancelled => style.dim(),
             State::Running => style.cyan(),

@@ -62,7 +62,7 @@ struct Counts {
     started: Instant,
     total: u64,
     /// Leaf tasks in each final state, in `State::ALL` order.
-    finals: [u64; 8],
+    finals: [u64; 9],
     /// Leaf tasks that will not run because their nested entry ended.
     dropped: u64,
     running: HashMap<String, Instant>,
@@ -84,6 +84,7 @@ impl Counts {
         let bad: Vec<String> = [
             State::Failed,
             State::Timeout,
+            State::OutOfMemory,
             State::Cancelled,
             State::Skipped,
         ]
@@ -205,7 +206,7 @@ impl Progress {
         let counts = Arc::new(Mutex::new(Counts {
             started: Instant::now(),
             total,
-            finals: [0; 8],
+            finals: [0; 9],
             dropped: 0,
             running: HashMap::new(),
             instances: BTreeMap::new(),

@@ -74,6 +74,21 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// The smallest `mem=` a task may ask for: it is a hard limit, and a
+/// process needs about this much to start at all.
+pub const MIN_MEM: u64 = 1 << 20;
+
+/// A task's `mem=`: a size, 0 (no limit), or at least [`MIN_MEM`].
+pub fn parse_mem(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes > 0 && bytes < MIN_MEM {
+        return Err(format!(
+            "`{text}` is less than a process needs to start; `mem` is a hard limit, at least 1M"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// A time limit in seconds: `90s`, `10m`, `1h30m`, `2d`, `1:30:00`,
 /// `30:00`, `2-12:00:00`; `0` or `unlimited` mean no limit (`None`).
 pub fn parse_duration(text: &str) -> Result<Option<u64>, String> {

@@ -481,7 +481,7 @@ impl<'a> Lowerer<'a> {
                 get("mem"),
                 "mem",
                 0,
-                attrs::parse_size,
+                attrs::parse_mem,
                 &var_names,
                 substitute,
             );

@@ -109,8 +109,8 @@ pub enum TimeUnit {
 
 impl Timeline {
     /// Counts of tasks per final state, in `State::ALL` order.
-    pub fn counts(&self) -> [usize; 8] {
-        let mut counts = [0; 8];
+    pub fn counts(&self) -> [usize; 9] {
+        let mut counts = [0; 9];
         for task in &self.tasks {
             if let Some(state) = task.state {
                 counts[state as usize] += 1;
@@ -306,6 +306,8 @@ impl Builder {
             State::Succeeded => Some(Outcome::Succeeded),
             State::Failed => Some(Outcome::Failed),
             State::Timeout => Some(Outcome::Timeout),
+            // Stopped by its limit, as a time limit stops a task.
+            State::OutOfMemory => Some(Outcome::Timeout),
             State::Cancelled => Some(Outcome::Cancelled),
             // Runnable again after running: a retry.
             State::Runnable | State::Pending => Some(Outcome::Retried),

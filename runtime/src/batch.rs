@@ -408,7 +408,7 @@ pub fn run(
         t: ms(),
         interrupted,
     });
-    let mut counts = [0usize; 8];
+    let mut counts = [0usize; 9];
     let mut failures = Vec::new();
     for (&t, task) in &tracked {
         counts[task.state as usize] += 1;

@@ -320,8 +320,8 @@ pub struct Replay {
 
 impl Replay {
     /// Counts per state, in `State::ALL` order.
-    pub fn counts(&self) -> [usize; 8] {
-        let mut counts = [0; 8];
+    pub fn counts(&self) -> [usize; 9] {
+        let mut counts = [0; 9];
         for (state, _) in self.tasks.values() {
             counts[*state as usize] += 1;
         }

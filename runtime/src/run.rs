@@ -140,7 +140,7 @@ pub struct Failure {
 #[derive(Debug)]
 pub struct Report {
     /// Tasks of the top level per state (a nested entry counts as one).
-    pub counts: [usize; 8],
+    pub counts: [usize; 9],
     /// Every task that did not succeed, at every level, parents first.
     pub failures: Vec<Failure>,
     pub interrupted: bool,
@@ -844,6 +844,7 @@ impl Driver<'_> {
             Outcome::Exit(code) => (code, 0),
             Outcome::Signal(sig) => (-1, sig),
             Outcome::Timeout | Outcome::Cancelled => (-1, 15),
+            Outcome::OutOfMemory => (-1, 9),
             Outcome::SpawnError => (127, 0),
         };
         let inst = &self.instances[finished.instance as usize];

@@ -458,11 +458,15 @@ fn seen(word: &str, reason: &str, job: &str) -> Seen {
         "COMPLETED" => (State::Succeeded, Some(Outcome::Success), None),
         "TIMEOUT" | "DEADLINE" => (State::Timeout, Some(Outcome::Timeout), None),
         "CANCELLED" => (State::Cancelled, Some(Outcome::Cancelled), None),
+        "OUT_OF_MEMORY" => (
+            State::OutOfMemory,
+            Some(Outcome::OutOfMemory),
+            Some("ran out of memory (Slurm OUT_OF_MEMORY: past its --mem-per-cpu)".to_owned()),
+        ),
         other => {
             let outcome = exit_code(job).map_or(Outcome::SpawnError, ended);
             let detail = match other {
                 "FAILED" => None,
-                "OUT_OF_MEMORY" => Some("ran out of memory (Slurm OUT_OF_MEMORY)".to_owned()),
                 _ => Some(format!("Slurm says {other}")),
             };
             (State::Failed, Some(outcome), detail)

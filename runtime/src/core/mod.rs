@@ -72,10 +72,13 @@ pub enum State {
     Timeout,
     Cancelled,
     Skipped,
+    /// Stopped for using more memory than its `mem=` (after its retries).
+    #[serde(rename = "out_of_memory")]
+    OutOfMemory,
 }
 
 impl State {
-    pub const ALL: [State; 8] = [
+    pub const ALL: [State; 9] = [
         State::Pending,
         State::Runnable,
         State::Running,
@@ -84,12 +87,18 @@ impl State {
         State::Timeout,
         State::Cancelled,
         State::Skipped,
+        State::OutOfMemory,
     ];
 
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            State::Succeeded | State::Failed | State::Timeout | State::Cancelled | State::Skipped
+            State::Succeeded
+                | State::Failed
+                | State::Timeout
+                | State::Cancelled
+                | State::Skipped
+                | State::OutOfMemory
         )
     }
 
@@ -103,6 +112,7 @@ impl State {
             State::Timeout => "timeout",
             State::Cancelled => "cancelled",
             State::Skipped => "skipped",
+            State::OutOfMemory => "out_of_memory",
         }
     }
 }
@@ -124,6 +134,8 @@ pub enum Outcome {
     Signal(i32),
     /// Ran past its time limit and was stopped.
     Timeout,
+    /// Used more memory than its limit and was stopped.
+    OutOfMemory,
     /// Could not be started (no such program, bad working directory…).
     SpawnError,
     /// Stopped by cancellation.
@@ -256,7 +268,7 @@ pub struct Core {
     kinetic: Option<Tournament>,
     outbox: Vec<Event>,
     halted: bool,
-    counts: [usize; 8],
+    counts: [usize; 9],
     /// A learned policy choosing the head, and its standing choice and
     /// when it was made: it stands for the rest of that instant (the pass
     /// and EASY's reservation both ask for the head, and a network costs
@@ -324,7 +336,7 @@ impl Core {
             kinetic: policy.order.is_dynamic().then(Tournament::new),
             outbox: Vec::new(),
             halted: false,
-            counts: [0; 8],
+            counts: [0; 9],
             chooser: None,
             chosen: None,
             fairshare: (policy.order == Order::Fairshare).then(|| FairShare::new(HALF_LIFE)),
@@ -385,7 +397,7 @@ impl Core {
     }
 
     /// How many tasks are in each state, indexed by `State as usize`.
-    pub fn counts(&self) -> [usize; 8] {
+    pub fn counts(&self) -> [usize; 9] {
         self.counts
     }
 
@@ -675,6 +687,7 @@ impl Core {
             _ => {
                 let to = match outcome {
                     Outcome::Timeout => State::Timeout,
+                    Outcome::OutOfMemory => State::OutOfMemory,
                     Outcome::Cancelled => State::Cancelled,
                     _ => State::Failed,
                 };

@@ -4,7 +4,8 @@
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
 //! `SLURP_NTASKS`, bound to its own cores (`sched_setaffinity`) and given
-//! its GPUs in `CUDA_VISIBLE_DEVICES`. Stdin is `/dev/null`. A time limit,
+//! its GPUs in `CUDA_VISIBLE_DEVICES`, and held to its memory limit
+//! ([`memory`]). Stdin is `/dev/null`. A time limit,
 //! a cancel or a kill signals the whole group: SIGTERM, then SIGKILL after
 //! the grace period; when an attempt ends, whatever is left in its group is
 //! killed. Each rank also gets SIGKILL when slurp dies, however it dies
@@ -14,6 +15,7 @@
 //! for what they still hold, but a process that escaped the group and keeps
 //! a pipe open does not keep the task (or Ctrl-C) waiting.
 
+pub mod memory;
 #[allow(unsafe_code)]
 mod spawn;
 pub mod strays;
@@ -151,7 +153,23 @@ pub async fn run_attempt(
         stderr_tail: String::new(),
         error: None,
     };
-    let (children, readers) = match spawn_ranks(&launch, &lines) {
+    // `mem=` is per rank: the task's limit is what its ranks asked for.
+    let limit = match launch.mem {
+        0 => None,
+        per_rank => {
+            let name = format!("t{}-{}-{}", launch.instance, launch.task.0, launch.attempt);
+            match memory::Limit::new(&name, per_rank * launch.ranks.len().max(1) as u64) {
+                Ok(limit) => Some(limit),
+                Err(error) => {
+                    finished.outcome = Outcome::SpawnError;
+                    finished.error = Some(error);
+                    return finished;
+                }
+            }
+        }
+    };
+    let cgroup = limit.as_ref().and_then(memory::Limit::procs_fd);
+    let (children, readers) = match spawn_ranks(&launch, &lines, cgroup) {
         Ok(spawned) => spawned,
         Err(error) => {
             finished.outcome = Outcome::SpawnError;
@@ -170,10 +188,22 @@ pub async fn run_attempt(
     let mut timed_out = false;
     let mut cancelled = false;
     let mut term_sent_at: Option<tokio::time::Instant> = None;
+    // Without a cgroup, slurp watches the group's resident memory.
+    let watched = limit.as_ref().filter(|l| l.watched()).map(|l| l.bytes);
+    let mut watch = tokio::time::interval(Duration::from_millis(250));
+    watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut exceeded: Option<memory::Exceeded> = None;
     let statuses = loop {
         let kill_at = term_sent_at.map(|t| t + launch.grace);
         tokio::select! {
             statuses = &mut waiting => break statuses,
+            _ = watch.tick(), if watched.is_some() && exceeded.is_none() => {
+                let used = pgid.map_or(0, |g| memory::group_rss(g.as_raw()));
+                if watched.is_some_and(|limit| used > limit) {
+                    exceeded = Some(memory::Exceeded { peak: used });
+                    signal_group(pgid, Signal::SIGKILL);
+                }
+            }
             _ = sleep_until(deadline), if !timed_out && !cancelled => {
                 timed_out = true;
                 signal_group(pgid, Signal::SIGTERM);
@@ -210,10 +240,25 @@ pub async fn run_attempt(
     finished.stderr_tail = tail(&stderr);
     finished.stderr = stderr;
     finished.elapsed = started.elapsed();
+    if let Some(limit) = &limit {
+        exceeded = exceeded.or_else(|| limit.exceeded());
+    }
     finished.outcome = if timed_out {
         Outcome::Timeout
     } else if cancelled {
         Outcome::Cancelled
+    } else if let (Some(exceeded), Some(limit)) = (&exceeded, &limit) {
+        let limit_text = crate::format_bytes(limit.bytes);
+        let how = memory::Mechanism::get().name();
+        finished.error = Some(if limit.watched() {
+            format!(
+                "out of memory: used {}, over its limit of {limit_text} ({how}); killed",
+                crate::format_bytes(exceeded.peak)
+            )
+        } else {
+            format!("out of memory: killed by the kernel at its limit of {limit_text} ({how})")
+        });
+        Outcome::OutOfMemory
     } else {
         statuses
     };
@@ -304,6 +349,7 @@ fn cstring(s: impl AsRef<OsStr>, what: &str) -> Result<CString, String> {
 fn spawn_ranks(
     launch: &Launch,
     lines: &mpsc::UnboundedSender<Output>,
+    cgroup: Option<i32>,
 ) -> Result<(Vec<i32>, Readers), String> {
     let Some(program) = launch.argv.first() else {
         return Err("empty command".to_owned());
@@ -397,6 +443,7 @@ fn spawn_ranks(
                 streams.child[0].as_raw_fd(),
                 streams.child[1].as_raw_fd(),
             ],
+            cgroup: cgroup.unwrap_or(-1),
         };
         // The child inherits this thread's CPU mask from its first
         // instruction: take the rank's mask just for the spawn.

@@ -8,7 +8,8 @@
 //! until it execs (the parent is suspended meanwhile), so it may only make
 //! system calls on data the parent prepared: no allocation, no locks.
 //!
-//! What the child does before `execve`: join or lead its process group,
+//! What the child does before `execve`: join its memory limit's cgroup
+//! (when it has one), join or lead its process group,
 //! ask for SIGKILL when slurp dies (`PR_SET_PDEATHSIG`), move its three
 //! standard streams into place, change directory, set
 //! SIGPIPE back to default (Rust ignores it, and an ignored signal stays
@@ -32,13 +33,16 @@ pub struct Spec {
     /// Descriptors for the child's stdin, stdout and stderr; the caller
     /// owns them and keeps them open across the call.
     pub fds: [c_int; 3],
+    /// The `cgroup.procs` of the cgroup the child joins (its memory
+    /// limit) before anything else, or -1.
+    pub cgroup: c_int,
 }
 
 /// What the child reports when it could not exec.
 #[repr(C)]
 struct Failure {
     errno: c_int,
-    /// 1 chdir, 2 execve, 3 dup2, 4 setpgid.
+    /// 1 chdir, 2 execve, 3 dup2, 4 setpgid, 5 joining the cgroup.
     stage: c_int,
 }
 
@@ -50,6 +54,7 @@ struct ChildArgs {
     cwd: *const c_char,
     pgid: c_int,
     fds: [c_int; 3],
+    cgroup: c_int,
     failure: *mut Failure,
 }
 
@@ -66,6 +71,10 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             (*a.failure).stage = stage;
             libc::_exit(127)
         };
+        // Into the memory limit first: nothing runs outside it.
+        if a.cgroup >= 0 && libc::write(a.cgroup, b"0".as_ptr() as *const c_void, 1) != 1 {
+            fail(5);
+        }
         if libc::setpgid(0, a.pgid) != 0 {
             fail(4);
         }
@@ -129,6 +138,7 @@ pub fn spawn(spec: &Spec) -> Result<i32, String> {
         cwd: spec.cwd.as_ptr(),
         pgid: spec.pgid,
         fds: spec.fds,
+        cgroup: spec.cgroup,
         failure: &mut failure,
     };
     let pid = STACK.with(|stack| {
@@ -174,6 +184,7 @@ pub fn spawn(spec: &Spec) -> Result<i32, String> {
             (2, std::io::ErrorKind::NotFound) => "no such program".to_owned(),
             (2, std::io::ErrorKind::PermissionDenied) => "permission denied".to_owned(),
             (2, _) => error.to_string(),
+            (5, _) => format!("cannot join the cgroup of its memory limit: {error}"),
             _ => format!("cannot set up the process: {error}"),
         });
     }

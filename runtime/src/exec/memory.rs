@@ -1,0 +1,352 @@
+//! Memory limits that hold: a task's `mem=` as a hard limit on what the
+//! task and everything it starts use.
+//!
+//! Three mechanisms, the first that works here ([`Mechanism::detect`]):
+//!
+//! - **cgroup v2**: a cgroup per attempt with `memory.max`, below a
+//!   `slurp-PID` cgroup made in slurp's own, where the memory controller can
+//!   be given to children (slurp at the root of its cgroup namespace, as in
+//!   a container, or a delegated subtree). The kernel stops the task at the
+//!   limit; `memory.events` says it killed for memory, `memory.peak` how far
+//!   it got.
+//! - **cgroup v1**: the same with the v1 memory controller's
+//!   `memory.limit_in_bytes` (and the swap limit when there is one),
+//!   `memory.oom_control` and `memory.max_usage_in_bytes`.
+//! - **watch** (neither writable: an unprivileged user without
+//!   delegation): the resident memory of the task's process group, read
+//!   from `/proc` four times a second; over the limit, the group is
+//!   killed. Coarser — a fast allocator can overshoot for a quarter second,
+//!   and memory a process moved out of the group is not seen — but it still
+//!   stops a runaway task before it takes the machine.
+//!
+//! `SLURP_MEMORY=watch` (or `cgroup`, which fails when no cgroup can be
+//! made) forces a mechanism; the tests use it to check both.
+//!
+//! A child joins its cgroup itself before it execs (it writes `0` to the
+//! cgroup's `cgroup.procs`, opened by the parent), so nothing it does runs
+//! outside the limit.
+
+use std::fs;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// How limits are enforced in this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mechanism {
+    CgroupV2 { base: PathBuf },
+    CgroupV1 { base: PathBuf },
+    Watch,
+}
+
+impl Mechanism {
+    /// The mechanism of this process, found once (and its `slurp-PID`
+    /// cgroup made then).
+    pub fn get() -> &'static Mechanism {
+        FOUND.get_or_init(Mechanism::detect)
+    }
+
+    fn detect() -> Mechanism {
+        let wanted = std::env::var("SLURP_MEMORY").unwrap_or_default();
+        if wanted == "watch" {
+            return Mechanism::Watch;
+        }
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let membership = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let name = format!("slurp-{}", std::process::id());
+        if let Some(own) = v2_dir(&mountinfo, &membership) {
+            let base = own.join(&name);
+            if fs::create_dir(&base).is_ok() {
+                let controllers = fs::read_to_string(base.join("cgroup.controllers"));
+                let enabled = controllers
+                    .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
+                    && fs::write(base.join("cgroup.subtree_control"), "+memory").is_ok();
+                if enabled {
+                    return Mechanism::CgroupV2 { base };
+                }
+                let _ = fs::remove_dir(&base);
+            }
+        }
+        if let Some(own) = v1_dir(&mountinfo, &membership) {
+            let base = own.join(&name);
+            if fs::create_dir(&base).is_ok() {
+                if base.join("memory.limit_in_bytes").exists() {
+                    return Mechanism::CgroupV1 { base };
+                }
+                let _ = fs::remove_dir(&base);
+            }
+        }
+        Mechanism::Watch
+    }
+
+    /// In words, for `slurp resources` and `slurp check`.
+    pub fn describe(&self) -> String {
+        match self {
+            Mechanism::CgroupV2 { base } => {
+                format!("cgroup v2 memory.max per task (below {})", base.display())
+            }
+            Mechanism::CgroupV1 { base } => format!(
+                "cgroup v1 memory.limit_in_bytes per task (below {})",
+                base.display()
+            ),
+            Mechanism::Watch => format!(
+                "resident memory of each task's process group, watched 4 times a second ({})",
+                if std::env::var("SLURP_MEMORY").is_ok_and(|v| v == "watch") {
+                    "SLURP_MEMORY=watch"
+                } else {
+                    "no cgroup can be made here"
+                }
+            ),
+        }
+    }
+
+    /// The short name the journal and messages use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mechanism::CgroupV2 { .. } => "cgroup v2 memory.max",
+            Mechanism::CgroupV1 { .. } => "cgroup v1 memory.limit_in_bytes",
+            Mechanism::Watch => "slurp's watch of resident memory",
+        }
+    }
+
+    /// At the end of a run: removes the `slurp-PID` cgroup, and any
+    /// attempt's that a straggling process kept busy when it ended.
+    pub fn clean_up() {
+        if let Some(Mechanism::CgroupV1 { base } | Mechanism::CgroupV2 { base }) = FOUND.get() {
+            for entry in fs::read_dir(base).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = fs::remove_dir(entry.path());
+                }
+            }
+            let _ = fs::remove_dir(base);
+        }
+    }
+}
+
+static FOUND: OnceLock<Mechanism> = OnceLock::new();
+
+/// cgroup v2: the mount point and this process's cgroup in it.
+fn v2_dir(mountinfo: &str, membership: &str) -> Option<PathBuf> {
+    let mount = mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2").then(|| left.split_whitespace().nth(4))?
+    })?;
+    let own = membership.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new(mount).join(own.trim_start_matches('/')))
+}
+
+/// cgroup v1: the memory controller's mount point and this process's
+/// cgroup in it.
+fn v1_dir(mountinfo: &str, membership: &str) -> Option<PathBuf> {
+    let mount = mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut fields = right.split_whitespace();
+        let is_memory = fields.next()? == "cgroup" && {
+            let options = fields.nth(1)?;
+            options.split(',').any(|o| o == "memory")
+        };
+        is_memory.then(|| left.split_whitespace().nth(4))?
+    })?;
+    let own = membership.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then_some(path)
+    })?;
+    Some(Path::new(mount).join(own.trim_start_matches('/')))
+}
+
+/// One attempt's limit.
+#[derive(Debug)]
+pub struct Limit {
+    pub bytes: u64,
+    /// The attempt's cgroup and its `cgroup.procs`, open for the children.
+    cgroup: Option<(PathBuf, OwnedFd)>,
+    v2: bool,
+}
+
+/// Why an attempt was stopped for memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exceeded {
+    /// The most it used, as the mechanism saw it (0 when unknown).
+    pub peak: u64,
+}
+
+impl Limit {
+    /// A limit of `bytes` for the attempt `name` (unique among running
+    /// attempts), by this process's mechanism.
+    pub fn new(name: &str, bytes: u64) -> Result<Limit, String> {
+        let mechanism = Mechanism::get();
+        let (base, v2) = match mechanism {
+            Mechanism::Watch if std::env::var("SLURP_MEMORY").is_ok_and(|v| v == "cgroup") => {
+                return Err("SLURP_MEMORY=cgroup, but no memory cgroup can be made here".to_owned());
+            }
+            Mechanism::Watch => {
+                return Ok(Limit {
+                    bytes,
+                    cgroup: None,
+                    v2: false,
+                });
+            }
+            Mechanism::CgroupV2 { base } => (base, true),
+            Mechanism::CgroupV1 { base } => (base, false),
+        };
+        let dir = base.join(name);
+        let fail = |what: &str, e: std::io::Error| {
+            format!(
+                "cannot set the memory limit ({what} in {}): {e}",
+                dir.display()
+            )
+        };
+        // A stale one (a pid reused after a crash) is replaced.
+        let _ = fs::remove_dir(&dir);
+        fs::create_dir(&dir).map_err(|e| fail("mkdir", e))?;
+        let limit = bytes.to_string();
+        if v2 {
+            fs::write(dir.join("memory.max"), &limit).map_err(|e| fail("memory.max", e))?;
+            // Swap would let a task go on past its limit, slowly.
+            let _ = fs::write(dir.join("memory.swap.max"), "0");
+        } else {
+            fs::write(dir.join("memory.limit_in_bytes"), &limit)
+                .map_err(|e| fail("memory.limit_in_bytes", e))?;
+            let _ = fs::write(dir.join("memory.memsw.limit_in_bytes"), &limit);
+        }
+        let procs = fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))
+            .map_err(|e| fail("cgroup.procs", e))?;
+        Ok(Limit {
+            bytes,
+            cgroup: Some((dir, procs.into())),
+            v2,
+        })
+    }
+
+    /// The descriptor a child writes `0` to, to join the limit; `None` when
+    /// the limit is watched.
+    pub fn procs_fd(&self) -> Option<i32> {
+        self.cgroup.as_ref().map(|(_, fd)| fd.as_raw_fd())
+    }
+
+    /// Whether slurp must watch the group itself.
+    pub fn watched(&self) -> bool {
+        self.cgroup.is_none()
+    }
+
+    /// After the attempt: whether the kernel killed in it for memory.
+    pub fn exceeded(&self) -> Option<Exceeded> {
+        let (dir, _) = self.cgroup.as_ref()?;
+        let count = |file: &str, key: &str| {
+            fs::read_to_string(dir.join(file)).ok().and_then(|text| {
+                text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    (k == key).then(|| v.trim().parse::<u64>().ok())?
+                })
+            })
+        };
+        let number = |file: &str| {
+            fs::read_to_string(dir.join(file))
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+        };
+        let (kills, peak) = if self.v2 {
+            (count("memory.events", "oom_kill"), number("memory.peak"))
+        } else {
+            (
+                count("memory.oom_control", "oom_kill"),
+                number("memory.max_usage_in_bytes"),
+            )
+        };
+        (kills.unwrap_or(0) > 0).then(|| Exceeded {
+            peak: peak.unwrap_or(0),
+        })
+    }
+}
+
+impl Drop for Limit {
+    fn drop(&mut self) {
+        if let Some((dir, _)) = &self.cgroup {
+            // Empty by now: the attempt's group was killed whole.
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
+
+/// The resident memory of every process in process group `pgid`, in bytes.
+pub fn group_rss(pgid: i32) -> u64 {
+    let page = page_size();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command's `)`: state, ppid, pgrp.
+        let group = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|g| g.parse::<i32>().ok());
+        if group != Some(pgid) {
+            continue;
+        }
+        let resident = fs::read_to_string(format!("/proc/{pid}/statm"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap_or(0);
+        total += resident * page;
+    }
+    total
+}
+
+fn page_size() -> u64 {
+    static PAGE: OnceLock<u64> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .map_or(4096, |p| p as u64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup_of_this_process_is_found_in_either_version() {
+        let mountinfo = "\
+30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+31 25 0:27 / /sys/fs/cgroup/unified rw,relatime shared:10 - cgroup2 cgroup2 rw
+";
+        let membership = "4:memory:/job/42\n0::/user.slice/x.scope\n";
+        assert_eq!(
+            v1_dir(mountinfo, membership),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/job/42"))
+        );
+        assert_eq!(
+            v2_dir(mountinfo, membership),
+            Some(PathBuf::from("/sys/fs/cgroup/unified/user.slice/x.scope"))
+        );
+        assert_eq!(v1_dir("", membership), None);
+    }
+
+    #[test]
+    fn a_groups_resident_memory_counts_its_processes() {
+        // This test process leads no group of its own; its own group holds
+        // at least it, so the total is at least its resident size.
+        let own = nix::unistd::getpgrp().as_raw();
+        assert!(group_rss(own) > 1 << 20);
+        assert_eq!(group_rss(i32::MAX), 0);
+    }
+}

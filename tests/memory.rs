@@ -1,0 +1,118 @@
+//! Memory limits that hold: a task past its `mem=` ends `out_of_memory`
+//! within a second, its neighbour under its own limit succeeds, retries
+//! apply — with a cgroup where one can be made here, and with slurp's
+//! watch of resident memory (forced with `SLURP_MEMORY=watch`).
+
+mod common;
+use common::Test;
+
+/// Allocates (and touches) N MiB, a little at a time, then says so.
+const HOG: &str = r#"import sys, time
+chunks = []
+for i in range(int(sys.argv[1])):
+    chunks.append(bytearray(1 << 20))
+    if i % 8 == 0:
+        time.sleep(0.005)
+print('allocated', sys.argv[1])
+"#;
+
+const FLOW: &str = "task big mem=64M retries=1: python3 hog.py 400\n\
+task small mem=64M: python3 hog.py 16\n";
+
+fn cgroup_here() -> bool {
+    let text = Test::new().args(&["resources"]).run().success().stdout;
+    text.contains("limits  a task's mem= held by cgroup")
+}
+
+fn check(mechanism: Option<&str>) {
+    let mut test = Test::new()
+        .file("hog.py", HOG)
+        .file("flow.slurp", FLOW)
+        .args(&["--joblog", "jl", "flow.slurp"]);
+    if let Some(m) = mechanism {
+        test = test.env("SLURP_MEMORY", m);
+    }
+    let started = std::time::Instant::now();
+    let run = test.run();
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    // Two attempts of `big`, each stopped within a second of crossing
+    // 64 MiB (it would take seconds to reach 400 MiB at this pace).
+    assert!(
+        started.elapsed().as_secs_f64() < 6.0,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        run.stdout.contains("allocated 16"),
+        "the neighbour ran: {}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("allocated 400"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("out_of_memory big")
+            && run.stderr.contains("over its limit of 64 MiB")
+                | run.stderr.contains("at its limit of 64 MiB")
+            && run.stderr.contains("2 attempts"),
+        "{}",
+        run.stderr
+    );
+    let json = std::process::Command::new(common::binary())
+        .args(["status", "--json"])
+        .current_dir(test.path())
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let text = json.to_string();
+    assert!(text.contains("\"out_of_memory\""), "{text}");
+    // The joblog: killed by SIGKILL, twice.
+    let killed = test
+        .lines_of("jl")
+        .iter()
+        .filter(|l| l.split('\t').nth(7) == Some("9"))
+        .count();
+    assert_eq!(killed, 2);
+}
+
+#[test]
+fn a_task_past_its_limit_is_stopped_by_the_watch() {
+    check(Some("watch"));
+}
+
+#[test]
+fn a_task_past_its_limit_is_stopped_by_its_cgroup() {
+    if !cgroup_here() {
+        eprintln!("skipped: no memory cgroup can be made here (not root, no delegation)");
+        return;
+    }
+    check(None);
+}
+
+#[test]
+fn a_limit_below_what_a_process_needs_is_a_diagnostic() {
+    Test::new()
+        .file("f.slurp", "task t mem=512K: true\n")
+        .args(&["check", "f.slurp"])
+        .run()
+        .invalid()
+        .stderr_has(&["less than a process needs to start", "f.slurp:1"]);
+}
+
+#[test]
+fn check_and_resources_say_how_limits_hold() {
+    Test::new()
+        .file("f.slurp", "task t mem=1G: true\n")
+        .args(&["check", "f.slurp"])
+        .env("SLURP_MEMORY", "watch")
+        .run()
+        .success()
+        .stdout_has(&[
+            "`mem=` is a hard limit here: resident memory",
+            "SLURP_MEMORY=watch",
+        ]);
+    Test::new()
+        .args(&["resources"])
+        .env("SLURP_MEMORY", "watch")
+        .run()
+        .success()
+        .stdout_has(&["limits  a task's mem= held by resident memory"]);
+}
