@@ -2,7 +2,8 @@
 # Installs and starts what the tests need beyond Rust, when it is missing:
 # Debian's Chromium and ChromeDriver for the report's browser test
 # (tests/report.rs), GNU parallel for the conformance test of slurp's
-# parallel command line (tests/parallel.rs), and a one-node Slurm on localhost for the Slurm tests
+# parallel command line (tests/parallel.rs), MPICH for PMI and launchers
+# (tests/mpi.rs), and a one-node Slurm on localhost for the Slurm tests
 # (tests/slurm.rs; scripts/local-slurm.sh), and NumPy for the check of the
 # learned policy's observation against an independent computation
 # (fair/tests/observe_v2.rs). Quick when all is there already.
@@ -13,6 +14,8 @@ need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 [ -x /usr/bin/parallel ] || need+=(parallel)
+# MPICH, for slurp's PMI and `launcher=mpirun` (tests/mpi.rs).
+[ -x /usr/bin/mpicc ] || need+=(mpich libmpich-dev)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     if [ "$(id -u)" -ne 0 ]; then

@@ -719,6 +719,25 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
             )?;
         }
     }
+    // What a launched task runs: its first instance, as a shell takes it.
+    for template in &root.templates {
+        let Some(first) = root
+            .task_ids()
+            .find(|&t| root.template(root.task(t).template).source == template.source)
+        else {
+            continue;
+        };
+        if let Some(launcher) = root.launcher(first) {
+            writeln!(
+                out,
+                "  launcher      {}:{} runs under `{}`: {}",
+                loaded.sources.get(template.source.file).display,
+                template.source.line,
+                launcher.name,
+                root.command_line(first, None)
+            )?;
+        }
+    }
     for (file, line, program) in &loaded.notes.almost_legacy {
         writeln!(
             out,
@@ -1295,6 +1314,13 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             task.retries = task.retries.max(tries - 1);
         }
     }
+    if matches!(args.instance.backend.as_str(), "slurm" | "flux")
+        && let Some((error, hint)) = refused_by_backend(&loaded, args)
+    {
+        eprintln!("error: {error}");
+        eprintln!("hint: {hint}");
+        return Ok(ExitCode::from(2));
+    }
     if args.dry_run {
         let root = loaded.program.root();
         let mut out = io::BufWriter::new(io::stdout().lock());
@@ -1550,6 +1576,42 @@ fn exit_status(report: &slurp_runtime::run::Report) -> ExitCode {
     }
 }
 
+/// What `--backend slurm|flux` cannot do, said before anything is
+/// recorded or run: (error, hint).
+fn refused_by_backend(loaded: &Loaded, args: &RunArgs) -> Option<(String, String)> {
+    let backend = args.instance.backend.as_str();
+    let local_only = [
+        ("--keep-order", args.keep_order),
+        ("--tag", args.tag),
+        ("--results", args.results.is_some()),
+        ("--jobs", args.jobs.is_some()),
+    ];
+    // The batch system starts a task's copies and wires them up itself.
+    for template in &loaded.program.root().templates {
+        let Some(extras) = &template.extras else {
+            continue;
+        };
+        let what = match (&extras.launcher, extras.pmi) {
+            (Some(l), _) => format!("`launcher={}`", l.name),
+            (None, Some(true)) => "`pmi=simple`".to_owned(),
+            _ => continue,
+        };
+        return Some((
+            format!(
+                "{}:{}: {what} cannot be used with `--backend {backend}`, which starts the copies and serves them PMI itself",
+                loaded.sources.get(template.source.file).display,
+                template.source.line
+            ),
+            format!("drop it: each task is a {backend} job of `ntasks` copies"),
+        ));
+    }
+    let (option, _) = local_only.iter().find(|(_, given)| *given)?;
+    Some((
+        format!("{option} applies to runs here, not to `--backend {backend}`"),
+        "the batch system keeps each job's output in the run directory (`slurp log TASK`); without `--backend`, slurp runs the tasks here".to_owned(),
+    ))
+}
+
 /// `--backend slurm|flux`: every task a job, followed to the end.
 fn submit(
     loaded: &Loaded,
@@ -1559,19 +1621,6 @@ fn submit(
     every: Option<std::time::Duration>,
 ) -> io::Result<ExitCode> {
     let backend = args.instance.backend.as_str();
-    let local_only = [
-        ("--keep-order", args.keep_order),
-        ("--tag", args.tag),
-        ("--results", args.results.is_some()),
-        ("--jobs", args.jobs.is_some()),
-    ];
-    if let Some((option, _)) = local_only.iter().find(|(_, given)| *given) {
-        eprintln!("error: {option} applies to runs here, not to `--backend {backend}`");
-        eprintln!(
-            "hint: the batch system keeps each job's output in the run directory (`slurp log TASK`); without `--backend`, slurp runs the tasks here"
-        );
-        return Ok(ExitCode::from(2));
-    }
     let reachable = match backend {
         "flux" => slurp_runtime::flux::instance_capacity().map(|_| ()),
         _ => slurp_runtime::slurm::cluster_capacity().map(|_| ()),

@@ -8,7 +8,7 @@
 /// Every attribute a task head, a `defaults` line or a TOML task accepts.
 pub const KEYS: &[&str] = &[
     "ntasks", "cores", "gpus", "mem", "nodes", "time", "after", "env", "cwd", "retries", "policy",
-    "output",
+    "output", "pmi", "launcher",
 ];
 
 /// The policy names a nested instance may use.

@@ -14,6 +14,7 @@
 
 mod attrs;
 mod dag;
+pub mod launchers;
 mod load;
 mod lower;
 pub mod parallel;

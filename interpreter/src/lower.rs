@@ -555,6 +555,84 @@ impl<'a> Lowerer<'a> {
             }
             self.notes.shell_lines.push((file, entry.line, why));
         }
+        // `pmi=`: PMI-1 for the copies (the default when there are
+        // several), or none.
+        let pmi = match get("pmi") {
+            None => None,
+            Some(a) => match a.attr.value.node.as_str() {
+                "simple" => Some(true),
+                "none" => Some(false),
+                other => {
+                    self.error(
+                        a.file,
+                        Diagnostic::new("slurp::bad_attribute", format!("unknown PMI `{other}`"))
+                            .label(a.attr.value.span, "not `simple` or `none`")
+                            .help("`pmi=simple` (the default for a task of several copies) serves PMI-1 to its copies; `pmi=none` serves none"),
+                    );
+                    errors = true;
+                    None
+                }
+            },
+        };
+        if let (
+            Some(a),
+            Some(Fields {
+                ntasks: Field::Const(1),
+                ..
+            }),
+        ) = (get("pmi"), &fields)
+            && !a.from_defaults
+        {
+            self.error(
+                a.file,
+                Diagnostic::new("slurp::bad_attribute", "`pmi` applies to a task of several copies")
+                    .label(a.attr.key.span, "this task runs one copy")
+                    .help("give it `ntasks=N` for N ranks that find each other through PMI, or drop `pmi=`"),
+            );
+            errors = true;
+        }
+        // `launcher=NAME`: from the user's, the site's or slurp's files.
+        let launcher = match get("launcher") {
+            None => None,
+            Some(a) => match crate::launchers::find(&a.attr.value.node) {
+                Ok(launcher) => Some(Box::new(launcher)),
+                Err(why) => {
+                    let name = &a.attr.value.node;
+                    let known = crate::launchers::names();
+                    let help = match attrs::did_you_mean(name, known.iter().map(String::as_str)) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => format!(
+                            "launchers are {}; a file NAME.toml in $SLURP_LAUNCHERS, ~/.config/slurp/launchers or /etc/slurp/launchers adds one",
+                            known.join(", ")
+                        ),
+                    };
+                    self.error(
+                        a.file,
+                        Diagnostic::new("slurp::unknown_launcher", why)
+                            .label(a.attr.value.span, "not a launcher found here")
+                            .help(help),
+                    );
+                    errors = true;
+                    None
+                }
+            },
+        };
+        if launcher.is_some()
+            && let Some(a) = get("pmi").filter(|a| a.attr.value.node == "simple")
+        {
+            self.error(
+                a.file,
+                Diagnostic::new(
+                    "slurp::bad_attribute",
+                    "a launcher serves PMI to the copies it starts",
+                )
+                .label(a.attr.value.span, "slurp would serve it too")
+                .help(
+                    "drop `pmi=simple`: the launcher (mpirun, srun, flux run) wires the ranks up",
+                ),
+            );
+            errors = true;
+        }
         let (Some(fields), false) = (fields, errors) else {
             return;
         };
@@ -590,6 +668,8 @@ impl<'a> Lowerer<'a> {
                 cwd,
                 output,
                 policy,
+                pmi,
+                launcher,
             }
             .boxed(),
         };

@@ -157,7 +157,10 @@ impl Workflow {
     pub fn argv_in_slot(&self, id: TaskId, slot: Option<u32>) -> Vec<String> {
         let task = self.task(id);
         let template = self.template(task.template);
-        let mut argv = Vec::new();
+        let mut argv = match self.launcher(id) {
+            Some(launcher) => launcher.words(&task.request),
+            None => Vec::new(),
+        };
         if template.command.shell {
             argv.extend(["/bin/sh".to_owned(), "-c".to_owned()]);
         }
@@ -171,7 +174,7 @@ impl Workflow {
     /// each word quoted (GNU parallel's `--dry-run` and joblog `Command`).
     pub fn command_line(&self, id: TaskId, slot: Option<u32>) -> String {
         let argv = self.argv_in_slot(id, slot);
-        if self.template(self.task(id).template).command.shell {
+        if self.template(self.task(id).template).command.shell && self.launcher(id).is_none() {
             return argv.last().cloned().unwrap_or_default();
         }
         let mut line = String::new();
@@ -237,6 +240,26 @@ impl Workflow {
             .collect()
     }
 
+    /// Whether slurp serves PMI-1 to the task's copies: when it has more
+    /// than one, no launcher starts them, and its line does not say
+    /// `pmi=none`.
+    pub fn pmi(&self, id: TaskId) -> bool {
+        let task = self.task(id);
+        task.request.ntasks > 1
+            && self.launcher(id).is_none()
+            && self
+                .template(task.template)
+                .extras
+                .as_ref()
+                .is_none_or(|x| x.pmi != Some(false))
+    }
+
+    /// The launcher that starts the task's copies, if its line names one.
+    pub fn launcher(&self, id: TaskId) -> Option<&LaunchWith> {
+        let template = self.template(self.task(id).template);
+        template.extras.as_ref()?.launcher.as_deref()
+    }
+
     pub fn cwd(&self, id: TaskId) -> Option<String> {
         let task = self.task(id);
         let template = self.template(task.template);
@@ -277,6 +300,68 @@ pub struct Extras {
     pub output: Option<Text>,
     /// Queue policy for a nested entry's child instance.
     pub policy: Option<Box<str>>,
+    /// `pmi=simple` (`Some(true)`) or `pmi=none` (`Some(false)`); by
+    /// default PMI is served to a task of several copies.
+    pub pmi: Option<bool>,
+    /// `launcher=NAME`: the words that start the task's copies.
+    pub launcher: Option<Box<LaunchWith>>,
+}
+
+/// An outside launcher a task's command runs under (`launcher=mpirun`):
+/// slurp starts it once, on all the task's cores, and it starts the copies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchWith {
+    pub name: Box<str>,
+    /// Words before the task's command, with `{ntasks}`-style placeholders.
+    pub command: Vec<Box<str>>,
+    /// Words added when the task sets `nodes`, `gpus` or `mem`.
+    pub when: Vec<(Box<str>, Vec<Box<str>>)>,
+}
+
+impl LaunchWith {
+    /// The launcher's words for a task asking `r`.
+    pub fn words(&self, r: &Request) -> Vec<String> {
+        let value = |key: &str| -> String {
+            match key {
+                "ntasks" => r.ntasks.to_string(),
+                "cores" => r.cores.to_string(),
+                "gpus" => r.gpus.to_string(),
+                "nodes" => r.nodes.to_string(),
+                "mem_k" => r.mem.div_ceil(1024).to_string(),
+                "mem_per_core_k" => (r.mem / u64::from(r.cores.max(1)))
+                    .div_ceil(1024)
+                    .to_string(),
+                _ => String::new(),
+            }
+        };
+        let render = |word: &str| {
+            let mut out = String::new();
+            let mut rest = word;
+            while let Some(open) = rest.find('{') {
+                let Some(close) = rest[open..].find('}') else {
+                    break;
+                };
+                out.push_str(&rest[..open]);
+                out.push_str(&value(&rest[open + 1..open + close]));
+                rest = &rest[open + close + 1..];
+            }
+            out.push_str(rest);
+            out
+        };
+        let set = |key: &str| match key {
+            "nodes" => r.nodes > 0,
+            "gpus" => r.gpus > 0,
+            "mem" => r.mem > 0,
+            _ => false,
+        };
+        let mut words: Vec<String> = self.command.iter().map(|w| render(w)).collect();
+        for (key, extra) in &self.when {
+            if set(key) {
+                words.extend(extra.iter().map(|w| render(w)));
+            }
+        }
+        words
+    }
 }
 
 impl Extras {

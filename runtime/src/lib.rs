@@ -20,8 +20,8 @@ pub mod show;
 pub mod slurm;
 
 pub use ir::{
-    Axis, CommandTemplate, Edit, Extras, FileId, LineKind, Piece, Program, Quote, Request, Slot,
-    Source, Task, TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Edit, Extras, FileId, LaunchWith, LineKind, Piece, Program, Quote,
+    Request, Slot, Source, Task, TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
 pub use resources::{Capacity, Machine, Shortfall, amount, format_bytes};

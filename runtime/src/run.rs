@@ -564,6 +564,19 @@ impl Driver<'_> {
                 });
             }
         }
+        // A launcher starts the copies itself: slurp starts it once, on
+        // every core and GPU the task holds (it places the copies there).
+        if workflow.launcher(task).is_some() && ranks.len() > 1 {
+            let mut whole = ranks[0].clone();
+            for rank in &ranks[1..] {
+                if rank.node == whole.node {
+                    whole.cpus.extend(&rank.cpus);
+                    whole.cores.extend(&rank.cores);
+                    whole.gpus.extend(rank.gpus.iter().cloned());
+                }
+            }
+            ranks = vec![whole];
+        }
         let name = self.name(i, task);
         let cwd = match workflow.cwd(task) {
             Some(dir) => self.opts.cwd.join(dir),
@@ -607,8 +620,13 @@ impl Driver<'_> {
             run_dir: self.opts.run_dir.clone(),
             grace: self.opts.grace,
             depth: self.opts.depth + inst.level as u32 + 1,
-            mem: request.mem,
+            // Under a launcher one process group holds every copy.
+            mem: match workflow.launcher(task) {
+                Some(_) => request.total_mem(),
+                None => request.mem,
+            },
             yield_after_spawn: self.running == 1,
+            pmi: workflow.pmi(task),
         };
         let (stop, done) = (self.instances[i].stop.subscribe(), self.done_tx.clone());
         let lines = self.line_tx.clone();

@@ -16,6 +16,7 @@
 //! a pipe open does not keep the task (or Ctrl-C) waiting.
 
 pub mod memory;
+pub mod pmi;
 #[allow(unsafe_code)]
 mod spawn;
 pub mod strays;
@@ -93,6 +94,9 @@ pub struct Launch {
     /// Give up the CPU right after spawning: worth it when this is the only
     /// task running (a chain of dependencies), harmful when others compete.
     pub yield_after_spawn: bool,
+    /// Serve PMI-1 to the ranks ([`pmi`]); a rank that fails then stops
+    /// its siblings.
+    pub pmi: bool,
 }
 
 /// What the driver asks of running tasks.
@@ -169,7 +173,30 @@ pub async fn run_attempt(
         }
     };
     let cgroup = limit.as_ref().and_then(memory::Limit::procs_fd);
-    let (children, readers) = match spawn_ranks(&launch, &lines, cgroup) {
+    // PMI for ranks started here (a Slurm step gets Slurm's).
+    let served = launch.pmi
+        && launch.ranks.iter().all(|r| {
+            launch
+                .allocation
+                .as_ref()
+                .is_none_or(|job| job.starts_here(r.node as usize))
+        });
+    let (pmi_ends, server) = if served {
+        match pmi::wire(launch.ranks.len(), &format!("slurp-{}", launch.name)) {
+            Ok((ends, server)) => (ends, Some(server)),
+            Err(error) => {
+                finished.outcome = Outcome::SpawnError;
+                finished.error = Some(error);
+                return finished;
+            }
+        }
+    } else {
+        (Vec::new(), None)
+    };
+    let spawned = spawn_ranks(&launch, &lines, cgroup, &pmi_ends);
+    // The ranks hold their ends now; the server sees them close.
+    drop(pmi_ends);
+    let (children, readers) = match spawned {
         Ok(spawned) => spawned,
         Err(error) => {
             finished.outcome = Outcome::SpawnError;
@@ -180,8 +207,19 @@ pub async fn run_attempt(
     };
     // The first rank leads the task's process group.
     let pgid = children.first().map(|&p| Pid::from_raw(p));
-    let waiting = wait_all(children);
-    tokio::pin!(waiting);
+    let mut left = children.len();
+    let mut ended = wait_each(children);
+    let mut statuses = Outcome::Success;
+    let serving = server.map(pmi::Server::serve);
+    let serving = async move {
+        match serving {
+            Some(serving) => serving.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(serving);
+    let mut aborted: Option<pmi::Abort> = None;
+    let mut serving_done = false;
     let deadline = launch
         .time_limit
         .map(|limit| tokio::time::Instant::now() + limit);
@@ -193,10 +231,28 @@ pub async fn run_attempt(
     let mut watch = tokio::time::interval(Duration::from_millis(250));
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exceeded: Option<memory::Exceeded> = None;
-    let statuses = loop {
+    while left > 0 {
         let kill_at = term_sent_at.map(|t| t + launch.grace);
         tokio::select! {
-            statuses = &mut waiting => break statuses,
+            Some(outcome) = ended.recv() => {
+                left -= 1;
+                // The first failure in time is the task's; under PMI its
+                // siblings would wait on it for ever: they are stopped.
+                if outcome != Outcome::Success && statuses == Outcome::Success {
+                    statuses = outcome;
+                    if launch.pmi && left > 0 && term_sent_at.is_none() {
+                        signal_group(pgid, Signal::SIGTERM);
+                        term_sent_at = Some(tokio::time::Instant::now());
+                    }
+                }
+            }
+            served = &mut serving, if !serving_done => {
+                serving_done = true;
+                if let Err(abort) = served {
+                    aborted = Some(abort);
+                    signal_group(pgid, Signal::SIGKILL);
+                }
+            }
             _ = watch.tick(), if watched.is_some() && exceeded.is_none() => {
                 let used = pgid.map_or(0, |g| memory::group_rss(g.as_raw()));
                 if watched.is_some_and(|limit| used > limit) {
@@ -232,7 +288,7 @@ pub async fn run_attempt(
                 }
             }
         }
-    };
+    }
     // Whatever the ranks left behind in their group goes too.
     signal_group(pgid, Signal::SIGKILL);
     let (stdout, stderr) = readers.await;
@@ -247,6 +303,15 @@ pub async fn run_attempt(
         Outcome::Timeout
     } else if cancelled {
         Outcome::Cancelled
+    } else if let Some(abort) = &aborted {
+        let code = abort
+            .code
+            .map_or_else(String::new, |c| format!(" with code {c}"));
+        finished.error = Some(match abort.message.as_str() {
+            "" => format!("rank {} called MPI_Abort{code}", abort.rank),
+            message => format!("rank {} called MPI_Abort{code}: {message}", abort.rank),
+        });
+        Outcome::Exit(abort.code.filter(|&c| c != 0).unwrap_or(1))
     } else if let (Some(exceeded), Some(limit)) = (&exceeded, &limit) {
         let limit_text = crate::format_bytes(limit.bytes);
         let how = memory::Mechanism::get().name();
@@ -279,22 +344,23 @@ fn signal_group(pgid: Option<Pid>, signal: Signal) {
     }
 }
 
-/// Waits for every rank; the outcome is the first failure, by rank order.
-async fn wait_all(pids: Vec<i32>) -> Outcome {
+/// Waits for every rank: each one's outcome as it ends.
+fn wait_each(pids: Vec<i32>) -> mpsc::UnboundedReceiver<Outcome> {
     use nix::sys::wait::WaitStatus;
-    let mut outcome = Outcome::Success;
+    let (tx, rx) = mpsc::unbounded_channel();
     for pid in pids {
-        let this = match spawn::wait(pid).await {
-            Ok(WaitStatus::Exited(_, 0)) => Outcome::Success,
-            Ok(WaitStatus::Exited(_, code)) => Outcome::Exit(code),
-            Ok(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
-            _ => Outcome::Exit(-1),
-        };
-        if outcome == Outcome::Success {
-            outcome = this;
-        }
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let outcome = match spawn::wait(pid).await {
+                Ok(WaitStatus::Exited(_, 0)) => Outcome::Success,
+                Ok(WaitStatus::Exited(_, code)) => Outcome::Exit(code),
+                Ok(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
+                _ => Outcome::Exit(-1),
+            };
+            let _ = tx.send(outcome);
+        });
     }
-    outcome
+    rx
 }
 
 type Readers = std::pin::Pin<Box<dyn Future<Output = (Vec<u8>, Vec<u8>)> + Send>>;
@@ -350,6 +416,7 @@ fn spawn_ranks(
     launch: &Launch,
     lines: &mpsc::UnboundedSender<Output>,
     cgroup: Option<i32>,
+    pmi_ends: &[OwnedFd],
 ) -> Result<(Vec<i32>, Readers), String> {
     let Some(program) = launch.argv.first() else {
         return Err("empty command".to_owned());
@@ -396,12 +463,19 @@ fn spawn_ranks(
     let mut err_readers = Vec::new();
     for (rank, place) in launch.ranks.iter().enumerate() {
         let gpus = place.gpus.join(",");
-        let rank_env = [
+        let mut rank_env = vec![
             ("SLURP_TASK_RANK", rank.to_string()),
             ("SLURP_CORES", join(&place.cores)),
             ("SLURP_GPUS", gpus.clone()),
             ("CUDA_VISIBLE_DEVICES", gpus),
         ];
+        if !pmi_ends.is_empty() {
+            rank_env.extend([
+                ("PMI_FD", pmi::FD.to_string()),
+                ("PMI_RANK", rank.to_string()),
+                ("PMI_SIZE", ntasks.clone()),
+            ]);
+        }
         let mut envp = Vec::with_capacity(env.len() + rank_env.len());
         for (k, v) in &env {
             if rank_env.iter().all(|(rk, _)| OsStr::new(rk) != k) {
@@ -444,6 +518,7 @@ fn spawn_ranks(
                 streams.child[1].as_raw_fd(),
             ],
             cgroup: cgroup.unwrap_or(-1),
+            pmi: pmi_ends.get(rank).map_or(-1, |fd| fd.as_raw_fd()),
         };
         // The child inherits this thread's CPU mask from its first
         // instruction: take the rank's mask just for the spawn.

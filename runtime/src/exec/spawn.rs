@@ -11,7 +11,8 @@
 //! What the child does before `execve`: join its memory limit's cgroup
 //! (when it has one), join or lead its process group,
 //! ask for SIGKILL when slurp dies (`PR_SET_PDEATHSIG`), move its three
-//! standard streams into place, change directory, set
+//! standard streams into place (and its PMI socket to descriptor 3),
+//! change directory, set
 //! SIGPIPE back to default (Rust ignores it, and an ignored signal stays
 //! ignored across exec), and unblock every signal (the parent blocks them
 //! all around the clone, so no handler of slurp's can run on the shared
@@ -36,6 +37,8 @@ pub struct Spec {
     /// The `cgroup.procs` of the cgroup the child joins (its memory
     /// limit) before anything else, or -1.
     pub cgroup: c_int,
+    /// The child's end of its PMI socket, to become descriptor 3, or -1.
+    pub pmi: c_int,
 }
 
 /// What the child reports when it could not exec.
@@ -55,6 +58,7 @@ struct ChildArgs {
     pgid: c_int,
     fds: [c_int; 3],
     cgroup: c_int,
+    pmi: c_int,
     failure: *mut Failure,
 }
 
@@ -96,6 +100,13 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             } else if libc::dup2(fd, target) < 0 {
                 fail(3);
             }
+        }
+        // After the standard streams, which may have come from 3.
+        if a.pmi >= 0 && libc::dup2(a.pmi, 3) < 0 {
+            fail(3);
+        }
+        if a.pmi == 3 && libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+            fail(3);
         }
         if libc::chdir(a.cwd) != 0 {
             fail(1);
@@ -139,6 +150,7 @@ pub fn spawn(spec: &Spec) -> Result<i32, String> {
         pgid: spec.pgid,
         fds: spec.fds,
         cgroup: spec.cgroup,
+        pmi: spec.pmi,
         failure: &mut failure,
     };
     let pid = STACK.with(|stack| {
