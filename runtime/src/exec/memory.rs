@@ -3,15 +3,19 @@
 //!
 //! Three mechanisms, the first that works here ([`Mechanism::detect`]):
 //!
-//! - **cgroup v2**: a cgroup per attempt with `memory.max`, below a
-//!   `slurp-PID` cgroup made in slurp's own, where the memory controller can
-//!   be given to children (slurp at the root of its cgroup namespace, as in
-//!   a container, or a delegated subtree). The kernel stops the task at the
-//!   limit; `memory.events` says it killed for memory, `memory.peak` how far
-//!   it got.
+//! - **cgroup v2**: each attempt runs in a cgroup with `memory.max`, below
+//!   a `slurp-PID` cgroup made in slurp's own, where the memory controller
+//!   can be given to children (slurp at the root of its cgroup namespace,
+//!   as in a container, or a delegated subtree). The kernel stops the task
+//!   at the limit; `memory.events` counts its kills for memory.
 //! - **cgroup v1**: the same with the v1 memory controller's
-//!   `memory.limit_in_bytes` (and the swap limit when there is one),
-//!   `memory.oom_control` and `memory.max_usage_in_bytes`.
+//!   `memory.limit_in_bytes` (and the swap limit when there is one) and
+//!   `memory.oom_control`.
+//!
+//!   Cgroups are pooled: one per first core and limit, reused by the
+//!   attempts placed there one after another (a core holds one attempt at a
+//!   time), so a short task pays one write to `cgroup.procs`, not a mkdir
+//!   and rmdir.
 //! - **watch** (neither writable: an unprivileged user without
 //!   delegation): the resident memory of the task's process group, read
 //!   from `/proc` four times a second; over the limit, the group is
@@ -109,9 +113,10 @@ impl Mechanism {
         }
     }
 
-    /// At the end of a run: removes the `slurp-PID` cgroup, and any
-    /// attempt's that a straggling process kept busy when it ended.
+    /// At the end of a run: removes the pooled cgroups and the `slurp-PID`
+    /// one that holds them.
     pub fn clean_up() {
+        POOL.lock().unwrap_or_else(|p| p.into_inner()).clear();
         if let Some(Mechanism::CgroupV1 { base } | Mechanism::CgroupV2 { base }) = FOUND.get() {
             for entry in fs::read_dir(base).into_iter().flatten().flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -162,24 +167,40 @@ fn v1_dir(mountinfo: &str, membership: &str) -> Option<PathBuf> {
 #[derive(Debug)]
 pub struct Limit {
     pub bytes: u64,
-    /// The attempt's cgroup and its `cgroup.procs`, open for the children.
-    cgroup: Option<(PathBuf, OwnedFd)>,
-    v2: bool,
+    /// The pooled cgroup it runs in, by its key; `None` when watched.
+    cgroup: Option<(Key, i32)>,
 }
 
 /// Why an attempt was stopped for memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exceeded {
-    /// The most it used, as the mechanism saw it (0 when unknown).
+    /// The most it used, as the watch saw it (0 from a cgroup).
     pub peak: u64,
 }
 
+/// A pooled cgroup: for the tasks placed on one first core with one
+/// limit, one at a time (a core holds one task at a time). Made once and
+/// reused — a cgroup's mkdir and rmdir cost ~120 µs, which on 10,000 short
+/// tasks is more than the tasks — and removed by [`Mechanism::clean_up`].
+type Key = (u32, u64);
+
+#[derive(Debug)]
+struct Pooled {
+    dir: PathBuf,
+    procs: OwnedFd,
+    /// The kernel's count of kills for memory in it, when last read.
+    kills: u64,
+    busy: bool,
+}
+
+static POOL: std::sync::Mutex<Vec<(Key, Pooled)>> = std::sync::Mutex::new(Vec::new());
+
 impl Limit {
-    /// A limit of `bytes` for the attempt `name` (unique among running
-    /// attempts), by this process's mechanism.
-    pub fn new(name: &str, bytes: u64) -> Result<Limit, String> {
-        let mechanism = Mechanism::get();
-        let (base, v2) = match mechanism {
+    /// A limit of `bytes` for an attempt whose first core is `core` (so
+    /// no other running attempt has the same), by this process's
+    /// mechanism.
+    pub fn new(core: u32, bytes: u64) -> Result<Limit, String> {
+        let (base, v2) = match Mechanism::get() {
             Mechanism::Watch if std::env::var("SLURP_MEMORY").is_ok_and(|v| v == "cgroup") => {
                 return Err("SLURP_MEMORY=cgroup, but no memory cgroup can be made here".to_owned());
             }
@@ -187,13 +208,23 @@ impl Limit {
                 return Ok(Limit {
                     bytes,
                     cgroup: None,
-                    v2: false,
                 });
             }
             Mechanism::CgroupV2 { base } => (base, true),
             Mechanism::CgroupV1 { base } => (base, false),
         };
-        let dir = base.join(name);
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (core, bytes);
+        if let Some((_, pooled)) = pool.iter_mut().find(|(k, p)| *k == key && !p.busy) {
+            pooled.busy = true;
+            let fd = pooled.procs.as_raw_fd();
+            return Ok(Limit {
+                bytes,
+                cgroup: Some((key, fd)),
+            });
+        }
+        let taken = pool.iter().filter(|(k, _)| *k == key).count();
+        let dir = base.join(format!("c{core}-{bytes}-{taken}"));
         let fail = |what: &str, e: std::io::Error| {
             format!(
                 "cannot set the memory limit ({what} in {}): {e}",
@@ -217,17 +248,28 @@ impl Limit {
             .write(true)
             .open(dir.join("cgroup.procs"))
             .map_err(|e| fail("cgroup.procs", e))?;
+        let procs = OwnedFd::from(procs);
+        let fd = procs.as_raw_fd();
+        let kills = kills_in(&dir, v2).unwrap_or(0);
+        pool.push((
+            key,
+            Pooled {
+                dir,
+                procs,
+                kills,
+                busy: true,
+            },
+        ));
         Ok(Limit {
             bytes,
-            cgroup: Some((dir, procs.into())),
-            v2,
+            cgroup: Some((key, fd)),
         })
     }
 
     /// The descriptor a child writes `0` to, to join the limit; `None` when
     /// the limit is watched.
     pub fn procs_fd(&self) -> Option<i32> {
-        self.cgroup.as_ref().map(|(_, fd)| fd.as_raw_fd())
+        self.cgroup.map(|(_, fd)| fd)
     }
 
     /// Whether slurp must watch the group itself.
@@ -235,41 +277,49 @@ impl Limit {
         self.cgroup.is_none()
     }
 
-    /// After the attempt: whether the kernel killed in it for memory.
+    /// After an attempt that did not succeed: whether the kernel killed in
+    /// it for memory (its cgroup's count of such kills went up).
     pub fn exceeded(&self) -> Option<Exceeded> {
-        let (dir, _) = self.cgroup.as_ref()?;
-        let count = |file: &str, key: &str| {
-            fs::read_to_string(dir.join(file)).ok().and_then(|text| {
-                text.lines().find_map(|l| {
-                    let (k, v) = l.split_once(' ')?;
-                    (k == key).then(|| v.trim().parse::<u64>().ok())?
-                })
-            })
-        };
-        let number = |file: &str| {
-            fs::read_to_string(dir.join(file))
-                .ok()
-                .and_then(|t| t.trim().parse::<u64>().ok())
-        };
-        let (kills, peak) = if self.v2 {
-            (count("memory.events", "oom_kill"), number("memory.peak"))
-        } else {
-            (
-                count("memory.oom_control", "oom_kill"),
-                number("memory.max_usage_in_bytes"),
-            )
-        };
-        (kills.unwrap_or(0) > 0).then(|| Exceeded {
-            peak: peak.unwrap_or(0),
-        })
+        let ((key, fd), v2) = (
+            self.cgroup?,
+            matches!(Mechanism::get(), Mechanism::CgroupV2 { .. }),
+        );
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        let (_, pooled) = pool
+            .iter_mut()
+            .find(|(k, p)| *k == key && p.procs.as_raw_fd() == fd)?;
+        let now = kills_in(&pooled.dir, v2)?;
+        let before = std::mem::replace(&mut pooled.kills, now);
+        (now > before).then_some(Exceeded { peak: 0 })
     }
+}
+
+/// The kernel's count of kills for memory in the cgroup `dir`.
+fn kills_in(dir: &Path, v2: bool) -> Option<u64> {
+    let file = if v2 {
+        "memory.events"
+    } else {
+        "memory.oom_control"
+    };
+    fs::read_to_string(dir.join(file))
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == "oom_kill").then(|| v.trim().parse::<u64>().ok())?
+        })
 }
 
 impl Drop for Limit {
     fn drop(&mut self) {
-        if let Some((dir, _)) = &self.cgroup {
-            // Empty by now: the attempt's group was killed whole.
-            let _ = fs::remove_dir(dir);
+        if let Some((key, fd)) = self.cgroup {
+            let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, pooled)) = pool
+                .iter_mut()
+                .find(|(k, p)| *k == key && p.procs.as_raw_fd() == fd)
+            {
+                pooled.busy = false;
+            }
         }
     }
 }

@@ -161,8 +161,14 @@ pub async fn run_attempt(
     let limit = match launch.mem {
         0 => None,
         per_rank => {
-            let name = format!("t{}-{}-{}", launch.instance, launch.task.0, launch.attempt);
-            match memory::Limit::new(&name, per_rank * launch.ranks.len().max(1) as u64) {
+            // The first core is this attempt's alone while it runs.
+            let core = launch
+                .ranks
+                .first()
+                .and_then(|r| r.cores.first())
+                .copied()
+                .unwrap_or(0);
+            match memory::Limit::new(core, per_rank * launch.ranks.len().max(1) as u64) {
                 Ok(limit) => Some(limit),
                 Err(error) => {
                     finished.outcome = Outcome::SpawnError;
@@ -228,7 +234,9 @@ pub async fn run_attempt(
     let mut term_sent_at: Option<tokio::time::Instant> = None;
     // Without a cgroup, slurp watches the group's resident memory.
     let watched = limit.as_ref().filter(|l| l.watched()).map(|l| l.bytes);
-    let mut watch = tokio::time::interval(Duration::from_millis(250));
+    // The first look a quarter second in: most tasks are gone by then.
+    let quarter = Duration::from_millis(250);
+    let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + quarter, quarter);
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exceeded: Option<memory::Exceeded> = None;
     while left > 0 {
@@ -296,7 +304,8 @@ pub async fn run_attempt(
     finished.stderr_tail = tail(&stderr);
     finished.stderr = stderr;
     finished.elapsed = started.elapsed();
-    if let Some(limit) = &limit {
+    // Only an attempt that failed can have been killed for memory.
+    if let Some(limit) = limit.as_ref().filter(|_| statuses != Outcome::Success) {
         exceeded = exceeded.or_else(|| limit.exceeded());
     }
     finished.outcome = if timed_out {
