@@ -1636,6 +1636,7 @@ fn submit(
         run_dir: options.run_dir.clone(),
         slurp: std::env::current_exe()?,
         output: options.output,
+        resume: options.resume.clone(),
     };
     let root = loaded.program.root();
     let sources = |t: TaskId| {

@@ -599,3 +599,60 @@ fn the_flux_backend_outside_flux_says_so_and_submits_nothing() {
     );
     assert!(!t.path().join("ran").exists());
 }
+
+/// `slurp resume` of a `--backend slurm` run submits only what did not
+/// succeed (with new jobs, journaled), and a dependent of a task that
+/// succeeded before does not wait on it.
+#[test]
+fn resume_after_a_slurm_run_resubmits_only_what_did_not_succeed() {
+    let t = Test::new().file(
+        "flow.slurp",
+        "task prep: sh -c 'echo prep >> ran'\n\
+         task sim[i=1..3] after=prep: sh -c 'echo sim{i} >> ran; test {i} != 2 || test -e fixed'\n\
+         task post after=sim: sh -c 'echo post >> ran'\n",
+    );
+    let first = submit(&t, &["flow.slurp"]);
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let mut ran = t.lines_of("ran");
+    ran.sort();
+    assert_eq!(ran, ["prep", "sim1", "sim2", "sim3"]);
+    let before = journaled(&t);
+    std::fs::write(t.path().join("fixed"), "").unwrap();
+    std::fs::remove_file(t.path().join("ran")).unwrap();
+    let resumed = Command::new("timeout")
+        .args(["240"])
+        .arg(binary())
+        .arg("resume")
+        .current_dir(t.path())
+        .env_remove("SLURP_RUN_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("3 tasks already succeeded"), "{stderr}");
+    // Only the failure and what waited on it ran again.
+    let mut ran = t.lines_of("ran");
+    ran.sort();
+    assert_eq!(ran, ["post", "sim2"]);
+    let after = journaled(&t);
+    for task in ["prep", "sim[1]", "sim[3]"] {
+        assert_eq!(
+            after[task],
+            (String::new(), "succeeded".to_owned()),
+            "{task}"
+        );
+    }
+    for task in ["sim[2]", "post"] {
+        assert_eq!(after[task].1, "succeeded", "{task}");
+        assert!(
+            !after[task].0.is_empty(),
+            "{task} has its new job journaled"
+        );
+        assert_ne!(after[task].0, before[task].0, "{task} ran as a new job");
+    }
+}

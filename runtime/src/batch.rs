@@ -36,6 +36,9 @@ pub struct Options {
     /// This slurp, for nested entries.
     pub slurp: PathBuf,
     pub output: OutputMode,
+    /// `slurp resume`: keys of tasks that already succeeded, counted; such
+    /// a task is not submitted again, and its dependents do not wait on it.
+    pub resume: HashMap<u64, usize>,
 }
 
 /// A job, or a job array whose element `i` runs `tasks[i]`.
@@ -173,7 +176,50 @@ pub fn run(
     for dir in ["out", "jobs"] {
         std::fs::create_dir_all(opts.run_dir.join(dir)).map_err(|e| e.to_string())?;
     }
-    let units = system.plan(program);
+    // Resumed: what succeeded before is done, not submitted again (nested
+    // entries run again: their child's own tasks are what is known).
+    let mut credits = opts.resume.clone();
+    let done: std::collections::HashSet<TaskId> = wf
+        .task_ids()
+        .filter(|&t| {
+            wf.task(t).nested.is_none()
+                && credits.get_mut(&wf.key(t, "")).is_some_and(|n| {
+                    *n > 0 && {
+                        *n -= 1;
+                        true
+                    }
+                })
+        })
+        .collect();
+    for &t in &done {
+        log(Record::State {
+            t: ms(),
+            task: wf.task_name(t),
+            to: State::Succeeded,
+            reason: serde_json::json!("resumed"),
+            key: Some(format!("{:016x}", wf.key(t, ""))),
+            src: Some(sources(t)),
+        });
+        observer.event(
+            program,
+            WorkflowId(0),
+            "",
+            &Event::Transition {
+                time: Time(ms()),
+                task: t,
+                to: State::Succeeded,
+                reason: Reason::Resumed,
+            },
+        );
+    }
+    let units: Vec<Unit> = system
+        .plan(program)
+        .into_iter()
+        .filter_map(|mut unit| {
+            unit.tasks.retain(|t| !done.contains(t));
+            (!unit.tasks.is_empty()).then_some(unit)
+        })
+        .collect();
     // Each task's job, unit and index in it.
     let mut job_of: HashMap<TaskId, (String, usize, usize)> = HashMap::new();
     let mut tracked: BTreeMap<u32, Tracked> = BTreeMap::new();
@@ -183,6 +229,7 @@ pub fn run(
             .tasks
             .iter()
             .flat_map(|&t| wf.dependencies(t))
+            .filter(|d| !done.contains(d))
             .collect();
         deps.sort_unstable_by_key(|t| t.0);
         deps.dedup();
@@ -350,7 +397,9 @@ pub fn run(
                 task: name.clone(),
                 to,
                 reason,
-                key: None,
+                // What `slurp resume` knows a success by.
+                key: (to == State::Succeeded && wf.task(id).nested.is_none())
+                    .then(|| format!("{:016x}", wf.key(id, ""))),
                 src: to.is_final().then(|| sources(id)),
             });
             observer.event(
@@ -409,6 +458,7 @@ pub fn run(
         interrupted,
     });
     let mut counts = [0usize; 9];
+    counts[State::Succeeded as usize] = done.len();
     let mut failures = Vec::new();
     for (&t, task) in &tracked {
         counts[task.state as usize] += 1;

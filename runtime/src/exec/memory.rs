@@ -174,7 +174,7 @@ pub struct Limit {
 /// Why an attempt was stopped for memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exceeded {
-    /// The most it used, as the watch saw it (0 from a cgroup).
+    /// The most it used, as the mechanism saw it (0 when unknown).
     pub peak: u64,
 }
 
@@ -290,7 +290,17 @@ impl Limit {
             .find(|(k, p)| *k == key && p.procs.as_raw_fd() == fd)?;
         let now = kills_in(&pooled.dir, v2)?;
         let before = std::mem::replace(&mut pooled.kills, now);
-        (now > before).then_some(Exceeded { peak: 0 })
+        // The cgroup's high-water mark: it reached the limit, or the
+        // kernel would not have killed.
+        let peak = fs::read_to_string(pooled.dir.join(if v2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        }))
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+        (now > before).then_some(Exceeded { peak })
     }
 }
 

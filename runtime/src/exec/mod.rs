@@ -330,7 +330,13 @@ pub async fn run_attempt(
                 crate::format_bytes(exceeded.peak)
             )
         } else {
-            format!("out of memory: killed by the kernel at its limit of {limit_text} ({how})")
+            let peak = match exceeded.peak {
+                0 => String::new(),
+                peak => format!(", peak {}", crate::format_bytes(peak)),
+            };
+            format!(
+                "out of memory: killed by the kernel at its limit of {limit_text}{peak} ({how})"
+            )
         });
         Outcome::OutOfMemory
     } else {
