@@ -19,6 +19,7 @@ fn options(dir: &Path) -> Options {
         run_dir: dir.join(".slurp/runs/R"),
         slurp: "/opt/slurp/bin/slurp".into(),
         output: OutputMode::Group,
+        resume: Default::default(),
     }
 }
 
