@@ -33,3 +33,4 @@ if ! python3 -c 'import numpy' 2>/dev/null; then
 fi
 
 scripts/local-slurm.sh start
+scripts/local-flux.sh build

@@ -126,8 +126,13 @@ impl Allocation {
     }
 
     /// The Flux instance slurp is the initial program of (or runs in):
-    /// `FLUX_URI` set and `flux getattr instance-level` at least 1 — never
-    /// the system instance, whose resources are not slurp's to hand out.
+    /// `FLUX_URI` set, and the instance a personal one — its owner is this
+    /// user (`flux start`, at any level) or it is nested (`flux alloc`,
+    /// `flux batch`, level 1 or more) — never the system instance, whose
+    /// resources are not slurp's to hand out. A slurp that is a task of a
+    /// job in that instance (`flux run slurp …`: the job is the instance's)
+    /// owns its job's cores, as a slurp inside a Slurm step does: it runs
+    /// its tasks there, itself.
     fn flux() -> Result<Option<Allocation>, Unusable> {
         let Some(uri) = std::env::var("FLUX_URI").ok().filter(|v| !v.is_empty()) else {
             return Ok(None);
@@ -150,7 +155,17 @@ impl Allocation {
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
         };
         let level: u32 = run(&["getattr", "instance-level"])?.parse().unwrap_or(0);
-        if level == 0 {
+        let owner: Option<u32> = run(&["getattr", "security.owner"])
+            .ok()
+            .and_then(|o| o.parse().ok());
+        let personal = owner == Some(nix::unistd::getuid().as_raw());
+        if level == 0 && !personal {
+            return Ok(None);
+        }
+        // A task of one of this instance's jobs: the job, not the instance.
+        if let Some(job) = std::env::var("FLUX_JOB_ID").ok().filter(|j| !j.is_empty())
+            && run(&["job", "info", &job, "R"]).is_ok()
+        {
             return Ok(None);
         }
         let listing = run(&[
@@ -198,14 +213,14 @@ impl Allocation {
     /// CPUs (and `mem` bytes, 0 for Slurm's default): `srun` in a Slurm
     /// job, `flux run` pinned to the node (an RFC 31 `host:` constraint)
     /// in a Flux instance.
-    pub fn step(
-        &self,
-        node: usize,
-        cores: usize,
-        mem: u64,
-        name: &str,
-        argv: &[String],
-    ) -> Vec<String> {
+    pub fn step(&self, rank: &Step, name: &str, argv: &[String]) -> Vec<String> {
+        let Step {
+            node,
+            cores,
+            gpus,
+            mem,
+            time_limit,
+        } = *rank;
         if self.manager == Manager::Flux {
             let mut out = vec![
                 self.srun.display().to_string(),
@@ -213,10 +228,20 @@ impl Allocation {
                 "--nodes=1".to_owned(),
                 "--ntasks=1".to_owned(),
                 format!("--cores-per-task={}", cores.max(1)),
+            ];
+            // Flux's shell hides the GPUs of a job that holds none.
+            if gpus > 0 {
+                out.push(format!("--gpus-per-task={gpus}"));
+            }
+            // Flux ends the job at the limit itself: nothing outlives it.
+            if let Some(limit) = time_limit {
+                out.push(format!("--time-limit={}s", limit.as_secs().max(1)));
+            }
+            out.extend([
                 format!("--requires=host:{}", self.nodes[node]),
                 format!("--job-name={name}"),
                 "--".to_owned(),
-            ];
+            ]);
             out.extend(argv.iter().cloned());
             return out;
         }
@@ -234,10 +259,25 @@ impl Allocation {
         if mem > 0 {
             out.push(format!("--mem={}K", mem.div_ceil(1024)));
         }
+        if gpus > 0 {
+            out.push(format!("--gpus={gpus}"));
+        }
         out.push("--".to_owned());
         out.extend(argv.iter().cloned());
         out
     }
+}
+
+/// One rank's share, as a step asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The allocation's node index.
+    pub node: usize,
+    pub cores: usize,
+    pub gpus: usize,
+    /// Bytes; 0 for the manager's default.
+    pub mem: u64,
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// A host list as Slurm and Flux print them: `n[01-03,7],gpu1` gives
@@ -366,14 +406,23 @@ mod tests {
             local: None,
             direct_here: false,
         };
+        let rank = Step {
+            node: 1,
+            cores: 2,
+            gpus: 1,
+            mem: 0,
+            time_limit: Some(std::time::Duration::from_secs(90)),
+        };
         assert_eq!(
-            a.step(1, 2, 0, "sim[3]", &["./sim".into()]),
+            a.step(&rank, "sim[3]", &["./sim".into()]),
             [
                 "/usr/bin/flux",
                 "run",
                 "--nodes=1",
                 "--ntasks=1",
                 "--cores-per-task=2",
+                "--gpus-per-task=1",
+                "--time-limit=90s",
                 "--requires=host:n2",
                 "--job-name=sim[3]",
                 "--",
@@ -396,7 +445,14 @@ mod tests {
             direct_here: false,
         };
         assert!(!a.starts_here(0), "steps everywhere unless told");
-        let argv = a.step(1, 2, 3 << 20, "sim[3]", &["./sim".into(), "3".into()]);
+        let rank = Step {
+            node: 1,
+            cores: 2,
+            gpus: 0,
+            mem: 3 << 20,
+            time_limit: None,
+        };
+        let argv = a.step(&rank, "sim[3]", &["./sim".into(), "3".into()]);
         assert_eq!(
             argv,
             [

@@ -485,6 +485,24 @@ pub fn run(
     })
 }
 
+/// `argv` run so that each copy sees the variables a local run sets:
+/// `SLURP_TASK_RANK` from the system's own rank variable (`SLURM_PROCID`,
+/// `FLUX_TASK_RANK`) and `SLURP_GPUS` from the devices the system gave it
+/// (none when it hid them: `-1`, `NoDevFiles`).
+pub fn per_rank(argv: Vec<String>, rank: &str) -> Vec<String> {
+    let script = format!(
+        "SLURP_TASK_RANK=\"${{{rank}:-0}}\"; case \"${{CUDA_VISIBLE_DEVICES:-}}\" in ''|-1|NoDevFiles) SLURP_GPUS= ;; *) SLURP_GPUS=\"$CUDA_VISIBLE_DEVICES\" ;; esac; export SLURP_TASK_RANK SLURP_GPUS; exec \"$@\""
+    );
+    let mut out = vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        script,
+        "slurp-rank".to_owned(),
+    ];
+    out.extend(argv);
+    out
+}
+
 /// Single-quotes `s` for sh.
 pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))

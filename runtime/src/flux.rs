@@ -127,7 +127,15 @@ pub fn jobspec(program: &Program, task: TaskId, opts: &Options, after: &[&str]) 
         shell.insert("mpi".into(), "none".into());
         shell.insert("exit-timeout".into(), "none".into());
         shell.insert("pmi".into(), "simple".into());
-    } else if t.retries > 0 {
+    } else {
+        // Each copy told its rank and GPUs, as a local run does.
+        let argv = std::mem::take(&mut spec.tasks[0].command);
+        spec.tasks[0].command = crate::batch::per_rank(argv, "FLUX_TASK_RANK");
+        if t.request.mem > 0 {
+            env.insert("SLURP_MEM".into(), t.request.mem.to_string());
+        }
+    }
+    if t.nested.is_none() && t.retries > 0 {
         let argv = std::mem::take(&mut spec.tasks[0].command);
         let mut command = vec![
             "/bin/sh".to_owned(),

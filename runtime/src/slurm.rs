@@ -223,6 +223,9 @@ pub fn script(
         for (k, v) in wf.environment(t) {
             b.push_str(&format!("export {k}={}\n", quote(&v)));
         }
+        if wf.task(t).request.mem > 0 {
+            b.push_str(&format!("export SLURP_MEM={}\n", wf.task(t).request.mem));
+        }
         let argv: Vec<String> = match wf.task(t).nested {
             // A nested entry: this slurp on the child file, inside the job.
             // `--quiet`: its summary only when something failed.
@@ -234,7 +237,7 @@ pub fn script(
                     .display()
                     .to_string(),
             ],
-            None => wf.argv(t),
+            None => crate::batch::per_rank(wf.argv(t), "SLURM_PROCID"),
         };
         let command = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
         let launch = if r.ntasks > 1 && wf.task(t).nested.is_none() {

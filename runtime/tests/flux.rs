@@ -152,7 +152,9 @@ fn retries_loop_inside_the_job_and_stretch_its_time_limit() {
     let command: Vec<String> = serde_json::from_value(spec["tasks"][0]["command"].clone()).unwrap();
     assert_eq!(&command[..2], ["/bin/sh", "-c"]);
     assert!(command[2].contains("[ $n -gt 2 ]"), "{command:?}");
-    assert_eq!(&command[3..], ["slurp-retry", "./maybe", "--fail"]);
+    assert_eq!(&command[3..5], ["slurp-retry", "/bin/sh"]);
+    assert!(command[6].contains("SLURP_TASK_RANK"), "{command:?}");
+    assert_eq!(&command[7..], ["slurp-rank", "./maybe", "--fail"]);
     assert_eq!(spec["attributes"]["system"]["duration"], json!(30.0));
 }
 

@@ -226,6 +226,17 @@ pub async fn run_attempt(
     tokio::pin!(serving);
     let mut aborted: Option<pmi::Abort> = None;
     let mut serving_done = false;
+    // Ranks started as `flux run` clients: stopping one stops its client,
+    // not the job, unless the client is told twice (SIGINT, then SIGINT
+    // again within two seconds: `flux job attach` then cancels the job).
+    let flux_steps = launch.allocation.as_ref().is_some_and(|job| {
+        job.manager == crate::allocation::Manager::Flux
+            && launch
+                .ranks
+                .iter()
+                .any(|r| !job.starts_here(r.node as usize))
+    });
+    let mut second_interrupt: Option<tokio::time::Instant> = None;
     let deadline = launch
         .time_limit
         .map(|limit| tokio::time::Instant::now() + limit);
@@ -249,7 +260,9 @@ pub async fn run_attempt(
                 if outcome != Outcome::Success && statuses == Outcome::Success {
                     statuses = outcome;
                     if launch.pmi && left > 0 && term_sent_at.is_none() {
-                        signal_group(pgid, Signal::SIGTERM);
+                        {
+                            terminate(pgid, flux_steps, &mut second_interrupt);
+                        }
                         term_sent_at = Some(tokio::time::Instant::now());
                     }
                 }
@@ -270,8 +283,14 @@ pub async fn run_attempt(
             }
             _ = sleep_until(deadline), if !timed_out && !cancelled => {
                 timed_out = true;
-                signal_group(pgid, Signal::SIGTERM);
+                {
+                            terminate(pgid, flux_steps, &mut second_interrupt);
+                        }
                 term_sent_at = Some(tokio::time::Instant::now());
+            }
+            _ = sleep_until(second_interrupt), if second_interrupt.is_some() => {
+                second_interrupt = None;
+                signal_group(pgid, Signal::SIGINT);
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
                 signal_group(pgid, Signal::SIGKILL);
@@ -284,7 +303,9 @@ pub async fn run_attempt(
                     Stop::Cancel => {
                         cancelled = true;
                         if term_sent_at.is_none() {
-                            signal_group(pgid, Signal::SIGTERM);
+                            {
+                            terminate(pgid, flux_steps, &mut second_interrupt);
+                        }
                             term_sent_at = Some(tokio::time::Instant::now());
                         }
                     }
@@ -349,6 +370,22 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The first step of stopping an attempt: SIGTERM to its group; for
+/// `flux run` clients SIGINT, and another a moment later (which cancels
+/// their Flux jobs).
+fn terminate(
+    pgid: Option<Pid>,
+    flux_steps: bool,
+    second_interrupt: &mut Option<tokio::time::Instant>,
+) {
+    if flux_steps {
+        signal_group(pgid, Signal::SIGINT);
+        *second_interrupt = Some(tokio::time::Instant::now() + Duration::from_millis(300));
+    } else {
+        signal_group(pgid, Signal::SIGTERM);
     }
 }
 
@@ -506,13 +543,14 @@ fn spawn_ranks(
         let streams = streams(launch.mode, &files)?;
         let (path, argv) = match &launch.allocation {
             Some(job) if !job.starts_here(place.node as usize) => {
-                let step = job.step(
-                    place.node as usize,
-                    place.cores.len(),
-                    launch.mem,
-                    &launch.name,
-                    &launch.argv,
-                );
+                let share = crate::allocation::Step {
+                    node: place.node as usize,
+                    cores: place.cores.len(),
+                    gpus: place.gpus.len(),
+                    mem: launch.mem,
+                    time_limit: launch.time_limit,
+                };
+                let step = job.step(&share, &launch.name, &launch.argv);
                 let argv = step
                     .iter()
                     .map(|a| cstring(a, "an argument"))
