@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use clap::{Args, Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use slurp_interpreter::{Failure, Loaded, Options};
-use slurp_runtime::allocation::Allocation;
+use slurp_runtime::backend::allocation::Allocation;
 use slurp_runtime::core::PolicyKind;
 use slurp_runtime::exec::OutputMode;
 use slurp_runtime::run::{Halt, Learned, RunOptions};
@@ -336,8 +336,8 @@ impl InstanceArgs {
         let mut detected = machine.capacity();
         // Submitting to Slurm or Flux: the biggest node is the limit.
         let outside = match self.backend.as_str() {
-            "slurm" => slurp_runtime::slurm::cluster_capacity().ok(),
-            "flux" => slurp_runtime::flux::instance_capacity().ok(),
+            "slurm" => slurp_runtime::backend::slurm::cluster_capacity().ok(),
+            "flux" => slurp_runtime::backend::flux::instance_capacity().ok(),
             _ => None,
         };
         if let Some(cluster) = outside {
@@ -870,8 +870,10 @@ fn resources(json: bool, instance: &InstanceArgs) -> io::Result<ExitCode> {
         };
         if let Some(job) = &job {
             let (what, how) = match job.manager {
-                slurp_runtime::allocation::Manager::Slurm => ("slurm   job", "its steps, srun"),
-                slurp_runtime::allocation::Manager::Flux => {
+                slurp_runtime::backend::allocation::Manager::Slurm => {
+                    ("slurm   job", "its steps, srun")
+                }
+                slurp_runtime::backend::allocation::Manager::Flux => {
                     ("flux    instance", "its jobs, flux run")
                 }
             };
@@ -1622,14 +1624,14 @@ fn submit(
 ) -> io::Result<ExitCode> {
     let backend = args.instance.backend.as_str();
     let reachable = match backend {
-        "flux" => slurp_runtime::flux::instance_capacity().map(|_| ()),
-        _ => slurp_runtime::slurm::cluster_capacity().map(|_| ()),
+        "flux" => slurp_runtime::backend::flux::instance_capacity().map(|_| ()),
+        _ => slurp_runtime::backend::slurm::cluster_capacity().map(|_| ()),
     };
     if let Err(why) = reachable {
         eprintln!("error: --backend {backend}: {why}");
         return Ok(ExitCode::from(2));
     }
-    let opts = slurp_runtime::batch::Options {
+    let opts = slurp_runtime::backend::batch::Options {
         queue: args.partition.clone(),
         poll: std::time::Duration::from_millis(500),
         cwd: options.cwd.clone(),
@@ -1652,13 +1654,13 @@ fn submit(
         crate::progress::Mode::choose(args.quiet, every),
     );
     let mut console = crate::console::Console::new(options.output, progress);
-    let mut slurm = slurp_runtime::slurm::Slurm::default();
-    let mut flux = slurp_runtime::flux::Flux;
-    let system: &mut dyn slurp_runtime::batch::System = match backend {
+    let mut slurm = slurp_runtime::backend::slurm::Slurm::default();
+    let mut flux = slurp_runtime::backend::flux::Flux;
+    let system: &mut dyn slurp_runtime::backend::batch::System = match backend {
         "flux" => &mut flux,
         _ => &mut slurm,
     };
-    let result = slurp_runtime::batch::run(
+    let result = slurp_runtime::backend::batch::run(
         system,
         &loaded.program,
         &opts,

@@ -5,11 +5,9 @@
 //! Flux [`Jobspec`] — and the [`Capacity`] model requests are checked
 //! against. It never parses text.
 
-pub mod allocation;
-pub mod batch;
+pub mod backend;
 pub mod core;
 pub mod exec;
-pub mod flux;
 pub mod halt;
 mod ir;
 pub mod jobspec;
@@ -17,7 +15,6 @@ pub mod journal;
 mod resources;
 pub mod run;
 pub mod show;
-pub mod slurm;
 
 pub use ir::{
     Axis, CommandTemplate, Edit, Extras, FileId, LaunchWith, LineKind, Piece, Program, Quote,

@@ -255,6 +255,8 @@ pub fn amount(resource: &str, n: u64) -> String {
     match resource {
         "cores" => plural(n, "core"),
         "gpus" => plural(n, "GPU"),
+        // What a manager that reports no memory (Flux) is taken to have.
+        "mem" if n == u64::MAX => "memory as the system has it".to_owned(),
         "mem" => format_bytes(n),
         "nodes" => plural(n, "node"),
         _ => n.to_string(),

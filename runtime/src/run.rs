@@ -69,7 +69,7 @@ pub struct RunOptions {
     pub joblog_append: bool,
     /// The Slurm job slurp runs in: ranks start as its steps, node `n` of
     /// the instance being the job's node `n`.
-    pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
+    pub allocation: Option<std::sync::Arc<crate::backend::allocation::Allocation>>,
 }
 
 /// A nested entry's own policy: an order and backfilling, and a learned

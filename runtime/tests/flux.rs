@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use slurp_runtime::batch::Options;
+use slurp_runtime::backend::batch::Options;
 use slurp_runtime::exec::OutputMode;
 use slurp_runtime::{Capacity, TaskId, WorkflowId};
 
@@ -61,7 +61,7 @@ fn specs(files: &[(&str, &str)]) -> (Vec<(String, Value)>, tempfile::TempDir) {
                 .map(|d| format!("ƒ{}", wf.task_name(d).len()))
                 .collect();
             let after: Vec<&str> = after.iter().map(String::as_str).collect();
-            let spec = serde_json::to_value(slurp_runtime::flux::jobspec(
+            let spec = serde_json::to_value(slurp_runtime::backend::flux::jobspec(
                 program,
                 t,
                 &options(dir.path()),

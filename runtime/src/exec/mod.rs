@@ -67,7 +67,7 @@ pub struct Rank {
 #[derive(Debug, Clone)]
 pub struct Launch {
     /// Inside a Slurm job: each rank starts as a step on its node.
-    pub allocation: Option<std::sync::Arc<crate::allocation::Allocation>>,
+    pub allocation: Option<std::sync::Arc<crate::backend::allocation::Allocation>>,
     /// The instance (the top level, or a nested one) the task belongs to.
     pub instance: u32,
     pub task: TaskId,
@@ -230,7 +230,7 @@ pub async fn run_attempt(
     // not the job, unless the client is told twice (SIGINT, then SIGINT
     // again within two seconds: `flux job attach` then cancels the job).
     let flux_steps = launch.allocation.as_ref().is_some_and(|job| {
-        job.manager == crate::allocation::Manager::Flux
+        job.manager == crate::backend::allocation::Manager::Flux
             && launch
                 .ranks
                 .iter()
@@ -543,7 +543,7 @@ fn spawn_ranks(
         let streams = streams(launch.mode, &files)?;
         let (path, argv) = match &launch.allocation {
             Some(job) if !job.starts_here(place.node as usize) => {
-                let share = crate::allocation::Step {
+                let share = crate::backend::allocation::Step {
                     node: place.node as usize,
                     cores: place.cores.len(),
                     gpus: place.gpus.len(),

@@ -1,5 +1,5 @@
 //! `--backend slurm`: Slurm's commands for the batch driver
-//! ([`crate::batch`]).
+//! ([`crate::backend::batch`]).
 //!
 //! A sweep whose elements share everything but their command and
 //! environment (same dependencies, resources, limits, no own output file)
@@ -8,7 +8,7 @@
 //! (`--dependency=afterok:…`: a whole array by its id, elements as
 //! `ID_INDEX`) with `--kill-on-invalid-dep=yes`. A nested entry is one
 //! allocation of its size whose program is `slurp --quiet CHILD`: inside it
-//! slurp runs the child's tasks as job steps ([`crate::allocation`]).
+//! slurp runs the child's tasks as job steps ([`crate::backend::allocation`]).
 //! `retries=N` loops inside the script. States come from `squeue -t all`,
 //! exit codes from `scontrol show job` once a job ended.
 
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::Capacity;
-use crate::batch::{Dep, Options, Seen, System, Unit, output_files, quote};
+use crate::backend::batch::{Dep, Options, Seen, System, Unit, output_files, quote};
 use crate::core::{Outcome, State};
 use crate::ir::{Program, TaskId, WorkflowId};
 
@@ -237,7 +237,7 @@ pub fn script(
                     .display()
                     .to_string(),
             ],
-            None => crate::batch::per_rank(wf.argv(t), "SLURM_PROCID"),
+            None => crate::backend::batch::per_rank(wf.argv(t), "SLURM_PROCID"),
         };
         let command = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
         let launch = if r.ntasks > 1 && wf.task(t).nested.is_none() {

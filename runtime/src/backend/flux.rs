@@ -1,5 +1,5 @@
 //! `--backend flux`: Flux's commands for the batch driver
-//! ([`crate::batch`]).
+//! ([`crate::backend::batch`]).
 //!
 //! Every task is one job: its RFC 25 jobspec ([`crate::jobspec`]) with the
 //! submitting environment, output files under the run directory, the
@@ -8,7 +8,7 @@
 //! entry is a `flux alloc`/`flux batch`-style instance: one `flux broker`
 //! per node whose initial program is `slurp --quiet CHILD` (with the shell
 //! options flux-core's `from_nest_command` sets), so the child runs inside
-//! its own Flux instance (see [`crate::allocation`]). `retries=N` wraps the
+//! its own Flux instance (see [`crate::backend::allocation`]). `retries=N` wraps the
 //! command in a shell loop. States come from `flux jobs -a`, with
 //! `{state}`, `{result}`, `{returncode}` and `{exception.type}`; a job
 //! cancelled by an unsatisfiable dependency has exception type
@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::batch::{Dep, Options, Seen, System, Unit, output_files};
+use crate::backend::batch::{Dep, Options, Seen, System, Unit, output_files};
 use crate::core::{Outcome, State};
 use crate::ir::{Program, TaskId, WorkflowId};
 use crate::jobspec::{Dependency, Jobspec};
@@ -130,7 +130,7 @@ pub fn jobspec(program: &Program, task: TaskId, opts: &Options, after: &[&str]) 
     } else {
         // Each copy told its rank and GPUs, as a local run does.
         let argv = std::mem::take(&mut spec.tasks[0].command);
-        spec.tasks[0].command = crate::batch::per_rank(argv, "FLUX_TASK_RANK");
+        spec.tasks[0].command = crate::backend::batch::per_rank(argv, "FLUX_TASK_RANK");
         if t.request.mem > 0 {
             env.insert("SLURP_MEM".into(), t.request.mem.to_string());
         }
@@ -172,6 +172,9 @@ pub fn parse_jobs(text: &str) -> HashMap<String, Seen> {
         let [id, state, result, code, exception, ..] = f[..] else {
             continue;
         };
+        // Flux's own words on an exception (`unsatisfiable request …`),
+        // the rest of the line (a note may hold `|`).
+        let note = f.get(5..).map(|rest| rest.join("|")).unwrap_or_default();
         let code: i32 = code.parse().unwrap_or(-1);
         let (state, outcome, word) = match state {
             "NEW" | "DEPEND" | "PRIORITY" | "SCHED" => (State::Pending, None, state),
@@ -183,14 +186,20 @@ pub fn parse_jobs(text: &str) -> HashMap<String, Seen> {
                 _ if exception == "dependency" => {
                     (State::Cancelled, Some(Outcome::Cancelled), result)
                 }
+                // Refused at allocation: it never started.
+                _ if exception == "alloc" => (State::Failed, Some(Outcome::SpawnError), result),
                 // Flux reports a signal as 128 + its number.
                 _ if code > 128 => (State::Failed, Some(Outcome::Signal(code - 128)), result),
                 _ if code > 0 => (State::Failed, Some(Outcome::Exit(code)), result),
                 _ => (State::Failed, Some(Outcome::SpawnError), result),
             },
         };
-        let detail = (state == State::Failed && !exception.is_empty() && exception != "-")
-            .then(|| format!("Flux raised a `{exception}` exception"));
+        let detail = (state == State::Failed && !exception.is_empty() && exception != "-").then(
+            || match note.trim() {
+                "" | "-" => format!("Flux raised a `{exception}` exception"),
+                note => format!("Flux raised a `{exception}` exception: {note}"),
+            },
+        );
         out.insert(
             id.to_owned(),
             Seen {
@@ -206,7 +215,7 @@ pub fn parse_jobs(text: &str) -> HashMap<String, Seen> {
 }
 
 /// The `flux jobs --format` slurp reads.
-pub const FORMAT: &str = "{id.f58}|{state}|{result}|{returncode}|{exception.type}";
+pub const FORMAT: &str = "{id.f58}|{state}|{result}|{returncode}|{exception.type}|{exception.note}";
 
 impl System for Flux {
     fn name(&self) -> &'static str {
@@ -277,7 +286,8 @@ mod tests {
                     ƒE|INACTIVE|CANCELED|-1|cancel\n\
                     ƒF|INACTIVE|FAILED||dependency\n\
                     ƒG|INACTIVE|FAILED|137|\n\
-                    ƒH|SCHED|||\n";
+                    ƒH|SCHED|||\n\
+                    ƒI|INACTIVE|FAILED||alloc|unsatisfiable request: a|b\n";
         let seen = parse_jobs(text);
         let at = |id: &str| (seen[id].state, seen[id].outcome);
         assert_eq!(at("ƒA"), (State::Running, None));
@@ -292,5 +302,10 @@ mod tests {
         );
         assert_eq!(at("ƒG"), (State::Failed, Some(Outcome::Signal(9))));
         assert_eq!(at("ƒH"), (State::Pending, None));
+        assert_eq!(at("ƒI"), (State::Failed, Some(Outcome::SpawnError)));
+        assert_eq!(
+            seen["ƒI"].detail.as_deref(),
+            Some("Flux raised a `alloc` exception: unsatisfiable request: a|b")
+        );
     }
 }
