@@ -600,7 +600,46 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
         eprintln!("slurp: run {} cancelled", replay.run);
         return Ok(ExitCode::SUCCESS);
     }
-    // Its slurp is gone: the Slurm jobs it submitted may still be queued.
+    // Its slurp is gone. Its tasks' ranks died with it, but what they
+    // started in their process groups may live on: stopped, in this run
+    // and in the journals of the slurps nested in its tasks.
+    let mut journals = vec![events.clone()];
+    let mut i = 0;
+    while i < journals.len() {
+        let nested = journals[i].with_file_name("nested");
+        for entry in std::fs::read_dir(nested).into_iter().flatten().flatten() {
+            let inner = entry.path().join("events.jsonl");
+            if inner.is_file() {
+                journals.push(inner);
+            }
+        }
+        i += 1;
+    }
+    let mut groups = Vec::new();
+    let mut last_write = std::time::UNIX_EPOCH;
+    for journal in &journals {
+        groups.extend(
+            slurp_runtime::journal::left_groups(journal)?
+                .into_iter()
+                .map(|(_, g)| g),
+        );
+        if let Ok(modified) = std::fs::metadata(journal).and_then(|m| m.modified()) {
+            last_write = last_write.max(modified);
+        }
+    }
+    let stopped = slurp_runtime::exec::strays::end_left_groups(
+        &groups,
+        last_write + std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(2),
+    );
+    if stopped > 0 {
+        eprintln!(
+            "slurp: run {}: stopped {stopped} process{} its tasks left running",
+            replay.run,
+            if stopped == 1 { "" } else { "es" }
+        );
+    }
+    // The Slurm or Flux jobs it submitted may still be queued.
     let mut jobs: std::collections::BTreeMap<String, (&str, String)> =
         std::collections::BTreeMap::new();
     slurp_runtime::journal::read(&events, |_, record| {
@@ -623,10 +662,12 @@ pub fn cancel(run: Option<&str>) -> io::Result<ExitCode> {
         }
     })?;
     if jobs.is_empty() {
-        eprintln!(
-            "slurp: run {}: its slurp is gone and it left no Slurm jobs",
-            replay.run
-        );
+        if stopped == 0 {
+            eprintln!(
+                "slurp: run {}: its slurp is gone and it left nothing running",
+                replay.run
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let ids: Vec<&String> = jobs.values().map(|(_, id)| id).collect();

@@ -672,3 +672,55 @@ fn a_copied_project_resumes_its_own_file() {
     assert!(b.path().join("fixed-in-b").exists());
     assert!(!a.path().join("fixed-in-b").exists());
 }
+
+/// `kill -9` of slurp: its ranks die with it, but what they started in
+/// their process groups lives on — at every level of slurps inside tasks.
+/// `slurp cancel` of the dead run stops exactly those, from the groups its
+/// journals recorded.
+#[test]
+fn cancel_of_a_killed_run_stops_what_its_tasks_left_at_every_level() {
+    let slurp = binary();
+    let inner = "task leaf: sh -c 'sleep 300 & echo $! > leaf.pid; wait'\n";
+    let outer = format!(
+        "task stray: sh -c 'sleep 300 & echo $! > stray.pid; wait'\n\
+         task nest: sh -c '{} -q inner.slurp'\n",
+        slurp.display()
+    );
+    let (dir, mut child, pids) = common::start_run(
+        &[("outer.slurp", &outer), ("inner.slurp", inner)],
+        &["-q", "outer.slurp"],
+        &["stray.pid", "leaf.pid"],
+    );
+    common::signal(&child, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    for &pid in &pids {
+        assert!(
+            common::alive(pid),
+            "process {pid} outlived the SIGKILL (as it would)"
+        );
+    }
+    let out = run_in(dir.path(), &["cancel"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // stray's sleep; and in nest's group the inner slurp (its `sh` died
+    // with the outer slurp, not the child it had started), the inner
+    // slurp's `sh` and that one's sleep.
+    assert!(
+        stderr.contains("stopped 4 processes its tasks left running"),
+        "{stderr}"
+    );
+    for &pid in &pids {
+        assert!(
+            !common::alive(pid),
+            "process {pid} is still running: {stderr}"
+        );
+    }
+    // A second cancel finds nothing left.
+    let again = run_in(dir.path(), &["cancel"]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("left nothing running"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

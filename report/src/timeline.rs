@@ -180,6 +180,7 @@ impl Timeline {
                 gpus,
                 ..
             } => builder.start(t, &task, &nodes, &cores, &gpus),
+            Record::Group { .. } => {}
             Record::End { t, interrupted } => {
                 builder.horizon = builder.horizon.max(t);
                 header.ended = Some(interrupted);

@@ -107,10 +107,51 @@ pub enum Record {
         cores: Vec<Vec<u32>>,
         gpus: Vec<Vec<u32>>,
     },
+    /// An attempt's processes lead (and fill) process group `pgid` on the
+    /// boot `boot`: what `slurp cancel` stops when the run's slurp died
+    /// and left them.
+    Group {
+        t: u64,
+        task: String,
+        attempt: u32,
+        pgid: i32,
+        boot: String,
+    },
     End {
         t: u64,
         interrupted: bool,
     },
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): a process group
+/// recorded on another boot is not one to stop.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// The process groups of the attempts a journal shows started and never
+/// ended (its slurp died while they ran), on this boot: (task, pgid).
+pub fn left_groups(path: &Path) -> io::Result<Vec<(String, i32)>> {
+    let boot = boot_id();
+    let mut open: BTreeMap<String, i32> = BTreeMap::new();
+    read(path, |_, record| match record {
+        Record::Group {
+            task,
+            pgid,
+            boot: b,
+            ..
+        } if b == boot => {
+            open.insert(task, pgid);
+        }
+        // Any later transition ends the attempt that ran.
+        Record::State { task, to, .. } if to != State::Running => {
+            open.remove(&task);
+        }
+        _ => {}
+    })?;
+    Ok(open.into_iter().collect())
 }
 
 /// What a run's first line says about it, besides what slurp fills in.
@@ -485,6 +526,7 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             replay.tasks.insert(task, (to, reason));
         }
         Record::Start { task, .. } => *replay.attempts.entry(task).or_default() += 1,
+        Record::Group { .. } => {}
         Record::End { interrupted, .. } => replay.ended = Some(interrupted),
     })?;
     replay.torn = damage.torn;

@@ -326,12 +326,10 @@ pub async fn run(
             // Lines first: a task's last lines are shown before it is
             // reported finished.
             biased;
-            Some(Output::Line { instance, task, stderr, line }) = line_rx.recv() => {
-                observer.output(&driver.name(instance as usize, task), stderr, &line);
-            }
+            Some(output) = line_rx.recv() => driver.output(output, observer),
             Some(finished) = done_rx.recv() => {
-                while let Ok(Output::Line { instance, task, stderr, line }) = line_rx.try_recv() {
-                    observer.output(&driver.name(instance as usize, task), stderr, &line);
+                while let Ok(output) = line_rx.try_recv() {
+                    driver.output(output, observer);
                 }
                 driver.finished(finished, observer);
                 driver.show_ended(observer);
@@ -421,6 +419,33 @@ impl Driver<'_> {
                 "slurp: cannot write the journal {}: {e}; this run cannot be resumed",
                 journal.dir().join("events.jsonl").display()
             );
+        }
+    }
+
+    /// A line of output to show, or an attempt's process group to journal.
+    fn output(&mut self, output: Output, observer: &mut dyn Observer) {
+        match output {
+            Output::Line {
+                instance,
+                task,
+                stderr,
+                line,
+            } => observer.output(&self.name(instance as usize, task), stderr, &line),
+            Output::Group {
+                instance,
+                task,
+                attempt,
+                pgid,
+            } => {
+                let record = Record::Group {
+                    t: self.now().0,
+                    task: self.name(instance as usize, task),
+                    attempt,
+                    pgid,
+                    boot: crate::journal::boot_id(),
+                };
+                self.log(record);
+            }
         }
     }
 

@@ -109,7 +109,7 @@ pub enum Stop {
     Kill,
 }
 
-/// A line of tagged output, or a task's whole output in group mode.
+/// A line of tagged output, or news of an attempt's processes.
 #[derive(Debug)]
 pub enum Output {
     Line {
@@ -117,6 +117,14 @@ pub enum Output {
         task: TaskId,
         stderr: bool,
         line: Vec<u8>,
+    },
+    /// The attempt's processes lead process group `pgid` (for the
+    /// journal: what to stop if slurp dies).
+    Group {
+        instance: u32,
+        task: TaskId,
+        attempt: u32,
+        pgid: i32,
     },
 }
 
@@ -213,6 +221,14 @@ pub async fn run_attempt(
     };
     // The first rank leads the task's process group.
     let pgid = children.first().map(|&p| Pid::from_raw(p));
+    if let Some(pgid) = pgid {
+        let _ = lines.send(Output::Group {
+            instance: launch.instance,
+            task: launch.task,
+            attempt: launch.attempt,
+            pgid: pgid.as_raw(),
+        });
+    }
     let mut left = children.len();
     let mut ended = wait_each(children);
     let mut statuses = Outcome::Success;

@@ -76,3 +76,67 @@ fn reap() {
         }
     }
 }
+
+/// What a dead run left (`slurp cancel` of a run whose slurp was killed):
+/// every process in one of `groups` (process group ids its journal
+/// recorded for attempts that never ended) that started before `before`
+/// (the journal's last write, so a group id reused since is left alone)
+/// gets SIGTERM, then SIGKILL after `grace`. Returns how many there were.
+pub fn end_left_groups(groups: &[i32], before: std::time::SystemTime, grace: Duration) -> usize {
+    let found = |signal: Option<Signal>| -> usize {
+        let mut n = 0;
+        for (pid, pgrp, started) in processes() {
+            if groups.contains(&pgrp) && started <= before {
+                n += 1;
+                if let Some(signal) = signal {
+                    let _ = kill(pid, signal);
+                }
+            }
+        }
+        n
+    };
+    let count = found(Some(Signal::SIGTERM));
+    let deadline = Instant::now() + grace;
+    while found(None) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    found(Some(Signal::SIGKILL));
+    count
+}
+
+/// Every process: its pid, process group and when it started.
+fn processes() -> Vec<(Pid, i32, std::time::SystemTime)> {
+    let boot = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100)
+        .max(1) as u64;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // After the command's `)`: state (field 3) … pgrp is field 5,
+        // starttime field 22.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        // A zombie is already gone; only its parent's wait is left.
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        let pgrp: i32 = fields.get(2)?.parse().ok()?;
+        let start: u64 = fields.get(19)?.parse().ok()?;
+        let started =
+            std::time::UNIX_EPOCH + Duration::from_millis(boot * 1000 + start * 1000 / ticks);
+        Some((Pid::from_raw(pid), pgrp, started))
+    })
+    .collect()
+}
