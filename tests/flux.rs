@@ -177,3 +177,20 @@ fn the_flux_backend_sets_the_task_variables_and_resumes_only_what_failed() {
     assert_eq!(t.lines_of("ran"), ["sim2"]);
     assert!(stderr.contains("3 tasks already succeeded"), "{stderr}");
 }
+
+#[test]
+fn retries_inside_one_flux_job_are_counted_as_attempts() {
+    let t = Test::new().file(
+        "flaky.slurp",
+        "task flaky retries=2: sh -c 'echo x >> attempts; exit 4'\n",
+    );
+    let Some(out) = in_flux(&t, false, "\"$SLURP\" --backend flux flaky.slurp") else {
+        return;
+    };
+    let (_, stderr) = text(&out);
+    assert_eq!(t.lines_of("attempts").len(), 3);
+    assert!(
+        stderr.contains("failed    flaky  exit status 4, 3 attempts"),
+        "{stderr}"
+    );
+}

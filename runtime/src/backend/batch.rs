@@ -134,6 +134,9 @@ struct Tracked {
     detail: Option<String>,
     stderr_tail: String,
     started: bool,
+    /// Attempts the retry loop inside the job said it made beyond the
+    /// first (its `slurp: attempt N failed` lines).
+    retried: u32,
     /// Looks in a row that did not find the job.
     missing: u32,
 }
@@ -280,6 +283,7 @@ pub fn run(
                     detail: None,
                     stderr_tail: String::new(),
                     started: false,
+                    retried: 0,
                     missing: 0,
                 },
             );
@@ -427,6 +431,10 @@ pub fn run(
                     if stderr {
                         let tail = bytes.len().saturating_sub(2048);
                         task.stderr_tail = String::from_utf8_lossy(&bytes[tail..]).into_owned();
+                        task.retried = String::from_utf8_lossy(&bytes)
+                            .lines()
+                            .filter(|l| l.starts_with("slurp: attempt ") && l.ends_with("; again"))
+                            .count() as u32;
                     }
                 }
             }
@@ -470,7 +478,7 @@ pub fn run(
                 name: wf.task_name(TaskId(t)),
                 state: task.state,
                 reason: task.reason.clone(),
-                attempts: u32::from(task.started),
+                attempts: u32::from(task.started) + task.retried,
                 stderr_tail: task.stderr_tail.clone(),
                 error: task.detail.clone(),
             });
