@@ -194,3 +194,19 @@ fn retries_inside_one_flux_job_are_counted_as_attempts() {
         "{stderr}"
     );
 }
+
+#[test]
+fn ctrl_c_under_the_flux_backend_cancels_dependents_as_a_run_here_does() {
+    let t = Test::new().file(
+        "chain.slurp",
+        "task first: sleep 30\ntask second after=first: true\n",
+    );
+    let script = "\"$SLURP\" --backend flux chain.slurp & pid=$!; sleep 3; kill -INT $pid; wait $pid; echo rc=$?; \"$SLURP\" status";
+    let Some(out) = in_flux(&t, false, script) else {
+        return;
+    };
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("rc=130"), "{stdout}\n{stderr}");
+    assert!(stdout.contains("2 cancelled"), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("skipped"), "{stdout}");
+}

@@ -383,8 +383,10 @@ pub fn run(
                 None => serde_json::json!({ system.name(): news.word }),
             };
             // Cancelled because a dependency did not succeed: skipped, as
-            // in a run here.
+            // in a run here — unless the run was being stopped, which
+            // cancelled it (as a run here says too).
             if to == State::Cancelled
+                && !interrupted
                 && let Some(dep) = wf.dependencies(id).find(|d| failed(*d)).or_else(|| {
                     news.dependency
                         .then(|| wf.dependencies(id).next())
