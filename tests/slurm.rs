@@ -656,3 +656,27 @@ fn resume_after_a_slurm_run_resubmits_only_what_did_not_succeed() {
         assert_ne!(after[task].0, before[task].0, "{task} ran as a new job");
     }
 }
+
+/// Each copy of a `--backend slurm` task is told its rank, as a run here.
+#[test]
+fn the_slurm_backend_tells_each_copy_its_rank() {
+    let t = Test::new().file(
+        "pair.slurp",
+        "task pair ntasks=2 mem=64M: sh -c 'echo rank=$SLURP_TASK_RANK of $SLURP_NTASKS mem=$SLURP_MEM id=$SLURP_TASK_ID >> vars'\n",
+    );
+    let out = submit(&t, &["-q", "pair.slurp"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut vars = t.lines_of("vars");
+    vars.sort();
+    assert_eq!(
+        vars,
+        [
+            "rank=0 of 2 mem=67108864 id=pair",
+            "rank=1 of 2 mem=67108864 id=pair"
+        ]
+    );
+}
