@@ -83,3 +83,15 @@ t_nojournal=$(seconds "$slurp" --no-journal flat.slurp)
 echo "journal: 10000 tasks of true, journaled and not"
 printf '  --no-journal   %7.2f s\n' "$t_nojournal"
 printf '  journaled      %7.2f s   %sx\n' "$t_journal" "$(ratio "$t_journal" "$t_nojournal")"
+
+# Start-up: a one-line file, journal off, against xargs running the same
+# one command; 200 of each, interleaved in blocks of 20.
+echo true > one.slurp
+t_start=0; t_xstart=0
+for _ in $(seq 10); do
+  t_start=$(echo "$t_start + $(seconds sh -c "for i in \$(seq 20); do $slurp -q --no-journal one.slurp; done")" | bc -l)
+  t_xstart=$(echo "$t_xstart + $(seconds sh -c "for i in \$(seq 20); do xargs -a one.slurp true; done")" | bc -l)
+done
+echo "start-up: one task, 200 runs"
+printf '  xargs -a FILE  %7.2f ms a run\n' "$(echo "$t_xstart * 5" | bc -l)"
+printf '  slurp          %7.2f ms a run   %sx xargs\n' "$(echo "$t_start * 5" | bc -l)" "$(ratio "$t_start" "$t_xstart")"

@@ -308,10 +308,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl InstanceArgs {
-    fn capacity(&self) -> Capacity {
-        self.capacity_of(&Machine::detect())
-    }
-
     /// The Slurm job to run in: `auto` inside one, unless told `local`.
     fn allocation(&self) -> Result<Option<Arc<Allocation>>, String> {
         static DETECTED: OnceLock<Result<Option<Arc<Allocation>>, String>> = OnceLock::new();
@@ -362,8 +358,13 @@ impl InstanceArgs {
     }
 
     fn options(&self) -> io::Result<Options> {
+        self.options_on(&Machine::detect())
+    }
+
+    /// The options on `machine`, detected once by the caller.
+    fn options_on(&self, machine: &Machine) -> io::Result<Options> {
         Ok(Options {
-            capacity: self.capacity(),
+            capacity: self.capacity_of(machine),
             max_tasks: self.max_tasks,
             cwd: std::env::current_dir()?,
         })
@@ -1206,8 +1207,7 @@ fn run_file(file: &Path, args: &RunArgs, resume: Resume) -> io::Result<ExitCode>
 
 fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Result<ExitCode> {
     let machine = Machine::detect();
-    let mut opts = args.instance.options()?;
-    opts.capacity = args.instance.capacity_of(&machine);
+    let mut opts = args.instance.options_on(&machine)?;
     let usage = |message: String| {
         eprintln!("error: {message}");
         Ok(ExitCode::from(2))

@@ -126,9 +126,13 @@ pub enum Record {
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): a process group
 /// recorded on another boot is not one to stop.
 pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|b| b.trim().to_owned())
-        .unwrap_or_default()
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|b| b.trim().to_owned())
+            .unwrap_or_default()
+    })
+    .clone()
 }
 
 /// The process groups of the attempts a journal shows started and never

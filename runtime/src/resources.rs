@@ -298,6 +298,10 @@ fn detect_gpus() -> Vec<String> {
     }
     let listed = match std::fs::read_dir("/proc/driver/nvidia/gpus") {
         Ok(dir) => dir.count(),
+        // No device node, no usable GPU: `nvidia-smi` (a process, found
+        // through PATH: a millisecond or more) only where one exists, as
+        // in a container that maps the devices but not the driver's /proc.
+        Err(_) if !Path::new("/dev/nvidiactl").exists() => 0,
         Err(_) => std::process::Command::new("nvidia-smi")
             .arg("-L")
             .output()
