@@ -431,6 +431,7 @@ impl Driver<'_> {
                 stderr,
                 line,
             } => observer.output(&self.name(instance as usize, task), stderr, &line),
+            Output::Group { .. } if self.journal.is_none() => {}
             Output::Group {
                 instance,
                 task,
