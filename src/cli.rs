@@ -212,7 +212,8 @@ enum Command {
     Runs,
     /// Stop a live run (default: the latest) as Ctrl-C would: nothing more
     /// starts, running tasks are stopped, Slurm or Flux jobs are cancelled;
-    /// for a run whose slurp died, cancels the jobs it left
+    /// for a run whose slurp died, stops the processes its tasks left and
+    /// cancels the jobs it left
     Cancel {
         /// A run id as `slurp runs` lists it, or a unique prefix of one
         run: Option<String>,
