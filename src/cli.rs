@@ -1244,6 +1244,20 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             }
         }
     };
+    if (args.keep_order || args.tag) && args.output != "group" {
+        let (option, what) = if args.keep_order {
+            (
+                "--keep-order",
+                "shows each task's whole output in task order",
+            )
+        } else {
+            ("--tag", "tags each line of a task's whole output")
+        };
+        return usage(format!(
+            "`{option}` {what}: it needs `--output group` (the default), not `--output {}`",
+            args.output
+        ));
+    }
     if workload.reads_stdin() && io::stdin().is_terminal() {
         eprintln!(
             "error: no input values: the command reads them from standard input, which is a terminal"

@@ -616,6 +616,11 @@ fn a_bad_command_line_runs_nothing_and_says_why() {
         .run()
         .invalid()
         .stderr_has(&["cannot read the values in `missing.txt`"]);
+    common::Test::new()
+        .args(&["-k", "--output", "tag", "echo", ":::", "a"])
+        .run()
+        .invalid()
+        .stderr_has(&["`--keep-order` shows each task's whole output in task order"]);
     let test = common::Test::new().args(&["--", "true", "::::"]);
     test.run().invalid().stderr_has(&["names no file"]);
     assert!(!test.path().join(".slurp").exists());
