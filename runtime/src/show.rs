@@ -58,7 +58,7 @@ impl Shown {
         observer: &mut dyn Observer,
     ) {
         if let Some(dir) = &self.opts.results {
-            let dir = dir.join(results_path(workflow, task));
+            let dir = dir.join(results_path(workflow, task, name));
             if let Err(e) = write_results(&dir, task, stdout, stderr)
                 && !std::mem::replace(&mut self.results_error, true)
             {
@@ -143,8 +143,9 @@ fn tag_lines(tag: &str, bytes: &[u8]) -> Vec<u8> {
 
 /// Where one task's results go, below the results directory: for a
 /// command line, `1/VALUE/2/VALUE…` (GNU parallel's layout); for a file's
-/// task, its id. Each part is one path component whatever it holds.
-fn results_path(workflow: &Workflow, task: TaskId) -> PathBuf {
+/// task, its id with its instance's path (`sub/x` → `sub\_x`). Each part
+/// is one path component whatever it holds.
+fn results_path(workflow: &Workflow, task: TaskId, name: &str) -> PathBuf {
     let t = workflow.task(task);
     let template = workflow.template(t.template);
     let mut path = PathBuf::new();
@@ -154,7 +155,7 @@ fn results_path(workflow: &Workflow, task: TaskId) -> PathBuf {
             path.push(component(value));
         }
     } else {
-        path.push(component(&workflow.task_name(task)));
+        path.push(component(name));
     }
     path
 }
