@@ -189,7 +189,14 @@ impl Capacity {
             .iter()
             .filter(|(_, asked, _)| *asked > 0)
             .min_by_key(|(_, asked, have)| have / asked)
-            .map(|(r, asked, have)| (*r, asked * request.ntasks as u64, have * nodes))
+            // Saturating: a memory Flux does not report is u64::MAX.
+            .map(|(r, asked, have)| {
+                (
+                    *r,
+                    asked.saturating_mul(request.ntasks as u64),
+                    have.saturating_mul(nodes),
+                )
+            })
             .unwrap_or(("cores", 0, 0));
         let spread = if nodes == 1 {
             String::new()
@@ -415,6 +422,28 @@ mod tests {
         let short = MACHINE.fits(&r).unwrap_err();
         assert_eq!(short.resource, "mem");
         assert_eq!(short.have, "16 GiB");
+    }
+
+    /// Flux reports no memory (taken as u64::MAX): the instance says so,
+    /// not "16777216 TiB", and totals over nodes do not wrap.
+    #[test]
+    fn unknown_memory_is_not_a_number_in_a_message() {
+        let flux = Capacity {
+            nodes: 2,
+            cores_per_node: 2,
+            gpus_per_node: 0,
+            mem_per_node: u64::MAX,
+        };
+        let r = Request {
+            mem: 1 << 30,
+            ..req(5, 1, 0, 0)
+        };
+        let short = flux.fits(&r).unwrap_err();
+        assert!(!short.to_string().contains("TiB"), "{short}");
+        assert_eq!(
+            flux.to_string(),
+            "2 nodes × 2 cores, 0 GPUs, memory as the system has it"
+        );
     }
 
     #[test]
