@@ -337,36 +337,17 @@ impl Drop for Limit {
 /// The resident memory of every process in process group `pgid`, in bytes.
 pub fn group_rss(pgid: i32) -> u64 {
     let page = page_size();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut total = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After the command's `)`: state, ppid, pgrp.
-        let group = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-            .and_then(|g| g.parse::<i32>().ok());
-        if group != Some(pgid) {
-            continue;
-        }
-        let resident = fs::read_to_string(format!("/proc/{pid}/statm"))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .unwrap_or(0);
-        total += resident * page;
-    }
-    total
+    super::procs::all()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid && !p.zombie)
+        .map(|p| {
+            fs::read_to_string(format!("/proc/{}/statm", p.pid))
+                .ok()
+                .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .unwrap_or(0)
+                * page
+        })
+        .sum()
 }
 
 fn page_size() -> u64 {

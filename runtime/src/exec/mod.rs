@@ -17,6 +17,7 @@
 
 pub mod memory;
 pub mod pmi;
+pub mod procs;
 #[allow(unsafe_code)]
 mod spawn;
 pub mod strays;

@@ -21,23 +21,14 @@ pub fn adopt_orphans() -> bool {
     nix::sys::prctl::set_child_subreaper(true).is_ok()
 }
 
-/// This process's children now, from `/proc` (the fourth field of
-/// `/proc/PID/stat` is the parent; the second, the command, may hold
-/// spaces and parentheses, so fields are counted after its last `)`).
+/// This process's children now (zombies too: they are reaped).
 fn children() -> Vec<Pid> {
-    let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        let after = &stat[stat.rfind(')')? + 1..];
-        let ppid = after.split_whitespace().nth(1)?;
-        (ppid == me).then_some(Pid::from_raw(pid))
-    })
-    .collect()
+    let me = std::process::id() as i32;
+    super::procs::all()
+        .into_iter()
+        .filter(|p| p.ppid == me)
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// Ends every child still here (each run's tasks have all been reaped by
@@ -90,11 +81,11 @@ fn reap() {
 pub fn end_left_groups(groups: &[i32], before: std::time::SystemTime, grace: Duration) -> usize {
     let found = |signal: Option<Signal>| -> usize {
         let mut n = 0;
-        for (pid, pgrp, started) in processes() {
-            if groups.contains(&pgrp) && started <= before {
+        for p in super::procs::all() {
+            if !p.zombie && groups.contains(&p.pgrp) && p.started() <= before {
                 n += 1;
                 if let Some(signal) = signal {
-                    let _ = kill(pid, signal);
+                    let _ = kill(p.pid, signal);
                 }
             }
         }
@@ -107,41 +98,4 @@ pub fn end_left_groups(groups: &[i32], before: std::time::SystemTime, grace: Dur
     }
     found(Some(Signal::SIGKILL));
     count
-}
-
-/// Every process: its pid, process group and when it started.
-fn processes() -> Vec<(Pid, i32, std::time::SystemTime)> {
-    let boot = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<u64>().ok())
-        })
-        .unwrap_or(0);
-    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100)
-        .max(1) as u64;
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        // After the command's `)`: state (field 3) … pgrp is field 5,
-        // starttime field 22.
-        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-        // A zombie is already gone; only its parent's wait is left.
-        if fields.first() == Some(&"Z") {
-            return None;
-        }
-        let pgrp: i32 = fields.get(2)?.parse().ok()?;
-        let start: u64 = fields.get(19)?.parse().ok()?;
-        let started =
-            std::time::UNIX_EPOCH + Duration::from_millis(boot * 1000 + start * 1000 / ticks);
-        Some((Pid::from_raw(pid), pgrp, started))
-    })
-    .collect()
 }
