@@ -123,6 +123,11 @@ pub enum Record {
     },
 }
 
+/// A task's key (`Workflow::key`) as the journal writes it: 16 hex digits.
+pub fn key_text(key: u64) -> String {
+    format!("{key:016x}")
+}
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): a process group
 /// recorded on another boot is not one to stop.
 pub fn boot_id() -> String {
@@ -293,7 +298,7 @@ impl Journal {
                 },
                 // Nested entries have no key: their child instance's tasks do.
                 key: (*to == State::Succeeded && wf.task(*task).nested.is_none())
-                    .then(|| format!("{:016x}", wf.key(*task, scope))),
+                    .then(|| key_text(wf.key(*task, scope))),
                 src: to.is_final().then(|| {
                     let source = wf.template(wf.task(*task).template).source;
                     let file = self.files.get(source.file.0 as usize).map_or("?", |f| f);

@@ -200,7 +200,7 @@ pub fn run(
             task: wf.task_name(t),
             to: State::Succeeded,
             reason: serde_json::json!("resumed"),
-            key: Some(format!("{:016x}", wf.key(t, ""))),
+            key: Some(crate::journal::key_text(wf.key(t, ""))),
             src: Some(sources(t)),
         });
         observer.event(
@@ -405,7 +405,7 @@ pub fn run(
                 reason,
                 // What `slurp resume` knows a success by.
                 key: (to == State::Succeeded && wf.task(id).nested.is_none())
-                    .then(|| format!("{:016x}", wf.key(id, ""))),
+                    .then(|| crate::journal::key_text(wf.key(id, ""))),
                 src: to.is_final().then(|| sources(id)),
             });
             observer.event(

@@ -71,11 +71,7 @@ impl Server {
         let (requests, mut incoming) = mpsc::unbounded_channel::<(usize, Option<String>)>();
         let mut writers = Vec::with_capacity(size);
         for (rank, end) in self.ends.into_iter().enumerate() {
-            let stream = std::os::unix::net::UnixStream::from(end);
-            let stream = stream
-                .set_nonblocking(true)
-                .and_then(|()| UnixStream::from_std(stream));
-            let Ok(stream) = stream else {
+            let Ok(stream) = stream(end) else {
                 writers.push(None);
                 let _ = requests.send((rank, None));
                 continue;
@@ -175,6 +171,13 @@ impl Server {
     }
 }
 
+/// A socket end as the reactor's.
+fn stream(end: OwnedFd) -> std::io::Result<UnixStream> {
+    let stream = std::os::unix::net::UnixStream::from(end);
+    stream.set_nonblocking(true)?;
+    UnixStream::from_std(stream)
+}
+
 async fn reply(writers: &mut [Option<tokio::net::unix::OwnedWriteHalf>], rank: usize, text: &str) {
     if let Some(Some(writer)) = writers.get_mut(rank)
         && writer.write_all(text.as_bytes()).await.is_err()
@@ -209,71 +212,51 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
-    #[test]
-    fn two_ranks_put_fence_and_get_each_others_values() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let (children, server) = wire(2, "task/x").unwrap();
-            let served = tokio::spawn(server.serve());
-            let mut ranks: Vec<UnixStream> = children
-                .into_iter()
-                .map(|fd| {
-                    let s = std::os::unix::net::UnixStream::from(fd);
-                    s.set_nonblocking(true).unwrap();
-                    UnixStream::from_std(s).unwrap()
-                })
-                .collect();
-            let init = ask(&mut ranks[0], "cmd=init pmi_version=1 pmi_subversion=1\n").await;
-            assert_eq!(
-                init,
-                "cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1\n"
-            );
-            let name = ask(&mut ranks[1], "cmd=get_my_kvsname\n").await;
-            assert_eq!(name, "cmd=my_kvsname rc=0 kvsname=task_x\n");
-            for (rank, stream) in ranks.iter_mut().enumerate() {
-                let put = format!("cmd=put kvsname=task_x key=card{rank} value=addr={rank}\n");
-                assert_eq!(ask(stream, &put).await, "cmd=put_result rc=0\n");
-            }
-            // The barrier answers only when both are in.
-            ranks[0].write_all(b"cmd=barrier_in\n").await.unwrap();
-            let second = ask(&mut ranks[1], "cmd=barrier_in\n").await;
-            assert_eq!(second, "cmd=barrier_out rc=0\n");
-            let mut first = vec![0u8; second.len()];
-            ranks[0].read_exact(&mut first).await.unwrap();
-            assert_eq!(String::from_utf8(first).unwrap(), second);
-            let got = ask(&mut ranks[0], "cmd=get kvsname=task_x key=card1\n").await;
-            assert_eq!(got, "cmd=get_result rc=0 value=addr=1\n");
-            let mapping = ask(
-                &mut ranks[1],
-                "cmd=get kvsname=task_x key=PMI_process_mapping\n",
-            )
-            .await;
-            assert_eq!(mapping, "cmd=get_result rc=0 value=(vector,(0,1,2))\n");
-            let missing = ask(&mut ranks[1], "cmd=get kvsname=task_x key=nope\n").await;
-            assert!(missing.starts_with("cmd=get_result rc=-1"));
-            drop(ranks);
-            assert_eq!(served.await.unwrap(), Ok(()));
-        });
+    #[tokio::test(flavor = "current_thread")]
+    async fn two_ranks_put_fence_and_get_each_others_values() {
+        let (children, server) = wire(2, "task/x").unwrap();
+        let served = tokio::spawn(server.serve());
+        let mut ranks: Vec<UnixStream> =
+            children.into_iter().map(|fd| stream(fd).unwrap()).collect();
+        let init = ask(&mut ranks[0], "cmd=init pmi_version=1 pmi_subversion=1\n").await;
+        assert_eq!(
+            init,
+            "cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1\n"
+        );
+        let name = ask(&mut ranks[1], "cmd=get_my_kvsname\n").await;
+        assert_eq!(name, "cmd=my_kvsname rc=0 kvsname=task_x\n");
+        for (rank, stream) in ranks.iter_mut().enumerate() {
+            let put = format!("cmd=put kvsname=task_x key=card{rank} value=addr={rank}\n");
+            assert_eq!(ask(stream, &put).await, "cmd=put_result rc=0\n");
+        }
+        // The barrier answers only when both are in.
+        ranks[0].write_all(b"cmd=barrier_in\n").await.unwrap();
+        let second = ask(&mut ranks[1], "cmd=barrier_in\n").await;
+        assert_eq!(second, "cmd=barrier_out rc=0\n");
+        let mut first = vec![0u8; second.len()];
+        ranks[0].read_exact(&mut first).await.unwrap();
+        assert_eq!(String::from_utf8(first).unwrap(), second);
+        let got = ask(&mut ranks[0], "cmd=get kvsname=task_x key=card1\n").await;
+        assert_eq!(got, "cmd=get_result rc=0 value=addr=1\n");
+        let mapping = ask(
+            &mut ranks[1],
+            "cmd=get kvsname=task_x key=PMI_process_mapping\n",
+        )
+        .await;
+        assert_eq!(mapping, "cmd=get_result rc=0 value=(vector,(0,1,2))\n");
+        let missing = ask(&mut ranks[1], "cmd=get kvsname=task_x key=nope\n").await;
+        assert!(missing.starts_with("cmd=get_result rc=-1"));
+        drop(ranks);
+        assert_eq!(served.await.unwrap(), Ok(()));
     }
 
-    #[test]
-    fn an_abort_ends_the_service_with_its_rank() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let (children, server) = wire(2, "t").unwrap();
-            let served = tokio::spawn(server.serve());
-            let s = std::os::unix::net::UnixStream::from(children.into_iter().nth(1).unwrap());
-            s.set_nonblocking(true).unwrap();
-            let mut rank1 = UnixStream::from_std(s).unwrap();
-            rank1.write_all(b"cmd=abort exitcode=3\n").await.unwrap();
-            let ended = served.await.unwrap();
-            assert_eq!(ended.map_err(|a| a.rank), Err(1));
-        });
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_abort_ends_the_service_with_its_rank() {
+        let (children, server) = wire(2, "t").unwrap();
+        let served = tokio::spawn(server.serve());
+        let mut rank1 = stream(children.into_iter().nth(1).unwrap()).unwrap();
+        rank1.write_all(b"cmd=abort exitcode=3\n").await.unwrap();
+        let ended = served.await.unwrap();
+        assert_eq!(ended.map_err(|a| a.rank), Err(1));
     }
 }
