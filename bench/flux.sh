@@ -6,6 +6,7 @@
 #   bench/flux.sh [N]      (needs a Flux: scripts/local-flux.sh builds one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-200}
 cargo build --release -q
 slurp=$PWD/target/release/slurp
@@ -23,9 +24,8 @@ flux start -s1 sh -c "
     echo slurp \$(t $slurp -q --no-journal tasks.slurp)
   done
 " > times
-median() { sort -n | sed -n 2p; }
 t_flux=$(grep '^flux' times | cut -d' ' -f2 | median)
 t_slurp=$(grep '^slurp' times | cut -d' ' -f2 | median)
 echo "inside a Flux instance: $n tasks of true (median of 3 interleaved)"
 printf '  flux submit --cc   %6.2f s\n' "$t_flux"
-printf '  slurp              %6.2f s   %sx\n' "$t_slurp" "$(echo "scale=2; $t_slurp / $t_flux" | bc -l)"
+printf '  slurp              %6.2f s   %sx\n' "$t_slurp" "$(ratio "$t_slurp" "$t_flux")"

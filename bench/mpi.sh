@@ -8,6 +8,7 @@
 #   bench/mpi.sh          (needs mpich and libmpich-dev; builds slurp in release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 cargo build --release -q
 slurp=$PWD/target/release/slurp
 command -v mpicc >/dev/null || { echo "MPICH is missing: apt-get install mpich libmpich-dev" >&2; exit 2; }
@@ -16,15 +17,6 @@ trap 'rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/hello" tests/mpi/hello.c
 cd "$work"
 
-seconds() { # runs "$@", prints wall seconds
-  local start end
-  start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l
-}
-ratio() { echo "scale=2; $1 / $2" | bc -l; }
-median() { sort -n | sed -n 4p; }
 
 echo "MPI hello + allreduce, wall time of the whole start (median of 7 interleaved)"
 for n in 2 4 8; do
@@ -48,10 +40,9 @@ for _ in 1 2 3; do
   limit+=("$(seconds "$slurp" limited.slurp)")
   watch+=("$(SLURP_MEMORY=watch seconds "$slurp" limited.slurp)")
 done
-mid() { sort -n | sed -n 2p; }
-t_plain=$(printf '%s\n' "${plain[@]}" | mid)
-t_limit=$(printf '%s\n' "${limit[@]}" | mid)
-t_watch=$(printf '%s\n' "${watch[@]}" | mid)
+t_plain=$(printf '%s\n' "${plain[@]}" | median)
+t_limit=$(printf '%s\n' "${limit[@]}" | median)
+t_watch=$(printf '%s\n' "${watch[@]}" | median)
 mechanism=$("$slurp" resources | sed -n 's/^limits  a task.s mem= held by \(cgroup v[12]\|resident memory\).*/\1/p')
 echo "memory limits: 10000 tasks of true, mem=64M each against none (medians of 3 interleaved)"
 printf '  no limit              %6.2f s\n' "$t_plain"

@@ -7,6 +7,7 @@
 # Needs GNU parallel (`apt-get install parallel`); builds slurp in release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-10000}
 chain=${2:-2000}
 cargo build --release -q
@@ -16,14 +17,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-seconds() { # runs "$@", prints wall seconds
-  local start end
-  start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l
-}
-ratio() { echo "scale=2; $1 / $2" | bc -l; }
 
 seq "$n" | sed 's/.*/true/' > tasks.slurp
 cores=$(nproc)
@@ -54,7 +47,6 @@ printf '  slurp ::: ARGS  %7.2f s   %sx xargs\n' "$t_slurp_args" "$(ratio "$t_sl
   for i in $(seq 2 "$chain"); do echo "task t$i after=t$((i - 1)): /bin/true"; done
 } > chain.slurp
 # The chain is short and this machine noisy: five interleaved pairs, medians.
-median() { sort -n | sed -n 3p; }
 loops=(); chains=()
 for _ in 1 2 3 4 5; do
   loops+=("$(seconds sh -c "for i in \$(seq $chain); do /bin/true; done")")
