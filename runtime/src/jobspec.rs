@@ -194,6 +194,13 @@ impl Program {
         } else {
             (vec![slot(request.ntasks, slot_with)], TaskCount::PerSlot(1))
         };
+        // Under a launcher one process starts the copies: one task over
+        // every slot, not one per slot.
+        let count = if wf.launcher(id).is_some() {
+            TaskCount::Total(1)
+        } else {
+            count
+        };
 
         let mut shell = serde_json::Map::new();
         if let Some(output) = wf.output(id) {
