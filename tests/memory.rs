@@ -50,8 +50,8 @@ fn check(mechanism: Option<&str>) {
     assert!(!run.stdout.contains("allocated 400"), "{}", run.stdout);
     assert!(
         run.stderr.contains("out_of_memory big")
-            && run.stderr.contains("over its limit of 64 MiB")
-                | run.stderr.contains("at its limit of 64 MiB")
+            && (run.stderr.contains("over its limit of 64 MiB")
+                || run.stderr.contains("at its limit of 64 MiB"))
             && run.stderr.contains("2 attempts"),
         "{}",
         run.stderr
