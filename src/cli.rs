@@ -1449,17 +1449,9 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             // that `slurp resume` has it.
             let template = loaded.program.root().template(slurp_runtime::TemplateId(0));
             let mut text = String::new();
-            let mut rest = column as u16;
-            for axis in &template.sweep {
-                let width = axis.values.width();
-                if rest < width {
-                    for position in 0..axis.values.len() {
-                        axis.values.cell(position, rest, &mut text);
-                        text.push('\n');
-                    }
-                    break;
-                }
-                rest -= width;
+            for value in template.column_values(column as u16) {
+                text.push_str(&value);
+                text.push('\n');
             }
             std::fs::write(run_dir.join(STDIN_COPY), text)?;
         }

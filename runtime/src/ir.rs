@@ -455,6 +455,20 @@ impl Template {
         }
     }
 
+    /// The values sweep column `column` takes, in order (a linked
+    /// column's rows, not crossed with the other axes).
+    pub fn column_values(&self, column: u16) -> Vec<String> {
+        let (axis, column) = self.column(column);
+        let values = &self.sweep[axis].values;
+        (0..values.len())
+            .map(|position| {
+                let mut cell = String::new();
+                values.cell(position, column, &mut cell);
+                cell
+            })
+            .collect()
+    }
+
     /// Every column's value of instance `index`, in order.
     pub fn cells(&self, index: u32) -> Vec<String> {
         let mut cells = Vec::new();
