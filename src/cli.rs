@@ -168,6 +168,17 @@ struct RunArgs {
     /// Send, Receive, Exitval, Signal, Command)
     #[arg(long, value_name = "FILE")]
     joblog: Option<PathBuf>,
+    /// Stay open when every task has ended: take tasks from `slurp submit`
+    /// (and the Python client) until `slurp close`, Ctrl-C or --open-for
+    #[arg(long)]
+    open: bool,
+    /// With --open: close by itself after DURATION (`8h`), as `slurp
+    /// close` would (what is queued then still runs)
+    #[arg(long, value_name = "DURATION", requires = "open")]
+    open_for: Option<String>,
+    /// The run's id (set by `slurp start` for the instance it detaches)
+    #[arg(long, hide = true)]
+    run_id: Option<String>,
     #[command(flatten)]
     instance: InstanceArgs,
 }
@@ -201,6 +212,60 @@ enum Command {
         #[command(flatten)]
         instance: InstanceArgs,
     },
+    /// Start an empty instance that stays open: tasks come from `slurp
+    /// submit` (or the Python client) until `slurp close`; prints its run id
+    Start {
+        /// Stay in the foreground (output as a run's) instead of detaching
+        /// (output then under .slurp/runs/RUN/out/, slurp's own messages in
+        /// .slurp/runs/RUN/slurp.log)
+        #[arg(long)]
+        foreground: bool,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Add tasks to a live run: each argument is a file of tasks (`-` reads
+    /// standard input) or task lines themselves (`'task x cores=2: ./sim
+    /// 3'`), checked as a file's lines are; prints the new tasks' ids
+    Submit {
+        /// The run (an id or prefix as `slurp runs` lists it, or a run
+        /// directory); default: the instance this task runs in
+        /// (`SLURP_SOCKET`), else the latest live run here
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// The instance to submit to: a nested entry's path (`sub/`), or
+        /// empty for the top level; default: the task's own (`SLURP_SCOPE`)
+        #[arg(long, value_name = "PATH")]
+        scope: Option<String>,
+        /// Files of tasks, or task lines
+        #[arg(required = true, value_name = "TASKS")]
+        tasks: Vec<String>,
+    },
+    /// Wait until tasks of a live run end; exit with the status of the
+    /// first that did not succeed (its exit status, 124 for a time limit,
+    /// 128+N for signal N; 0 when all succeeded)
+    Wait {
+        /// The run (default: this task's instance, else the latest live run here)
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// Task ids, as `slurp submit` prints them
+        #[arg(required = true, value_name = "TASK")]
+        tasks: Vec<String>,
+    },
+    /// Print a live run's events as JSON lines (state changes, starts) until it ends
+    Watch {
+        /// The run (default: this task's instance, else the latest live run here)
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+    },
+    /// Close a live run: it takes no more tasks and ends once its tasks have
+    Close {
+        /// The run (default: this task's instance, else the latest live run here)
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// Return only when the run has ended; exit 1 if a task did not succeed
+        #[arg(long)]
+        wait: bool,
+    },
     /// Rerun what did not succeed in a run (default: the latest): tasks are
     /// known by what defines them, so a fixed line runs again and unchanged
     /// successes do not
@@ -217,6 +282,10 @@ enum Command {
     Cancel {
         /// A run id as `slurp runs` lists it, or a unique prefix of one
         run: Option<String>,
+        /// Cancel only these tasks of the live run (those not started end
+        /// `cancelled`, running ones are stopped); the run goes on
+        #[arg(value_name = "TASK")]
+        tasks: Vec<String>,
     },
     /// Show one task's events and, when the run kept it, its output
     Log {
@@ -586,7 +655,17 @@ pub fn run() -> ExitCode {
         }) => jobspec(&file, task.as_deref(), &instance),
         Some(Command::Resources { json, instance }) => resources(json, &instance),
         Some(Command::Runs) => crate::console::runs(),
-        Some(Command::Cancel { run }) => crate::console::cancel(run.as_deref()),
+        Some(Command::Cancel { run, tasks }) if !tasks.is_empty() => {
+            crate::live::cancel_tasks(run.as_deref(), &tasks)
+        }
+        Some(Command::Cancel { run, .. }) => crate::console::cancel(run.as_deref()),
+        Some(Command::Start { foreground, run }) => start(foreground, run),
+        Some(Command::Submit { run, scope, tasks }) => {
+            crate::live::submit(run.as_deref(), scope.as_deref(), &tasks)
+        }
+        Some(Command::Wait { run, tasks }) => crate::live::wait(run.as_deref(), &tasks),
+        Some(Command::Watch { run }) => crate::live::watch(run.as_deref()),
+        Some(Command::Close { run, wait }) => crate::live::close(run.as_deref(), wait),
         Some(Command::Log { task, run }) => crate::console::log(&task, run.as_deref()),
         Some(Command::Resume { run }) => resume(run.as_deref()),
         Some(Command::Status { run, json }) => crate::console::status(run.as_deref(), json),
@@ -633,6 +712,11 @@ const SHOWN_DIAGNOSTICS: usize = 50;
 /// all (a CSV checked by mistake) gets a page, not a flood.
 fn report(failure: &Failure) {
     let color = io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let _ = io::stderr().write_all(render(failure, color).as_bytes());
+}
+
+/// A failure's diagnostics as `report` prints them.
+pub(crate) fn render(failure: &Failure, color: bool) -> String {
     let theme = if color {
         GraphicalTheme::unicode()
     } else {
@@ -651,7 +735,7 @@ fn report(failure: &Failure) {
         ));
     }
     out.push_str(&format!("error: {failure}\n"));
-    let _ = io::stderr().write_all(out.as_bytes());
+    out
 }
 
 fn check(files: &[PathBuf], instance: &InstanceArgs) -> io::Result<ExitCode> {
@@ -929,6 +1013,8 @@ struct Resume {
     /// The run resumed, and the arguments it was first run with.
     from: Option<String>,
     args: Vec<String>,
+    /// What was submitted to the run resumed, submitted again.
+    submitted: Vec<(String, slurp_runtime::run::Submission)>,
 }
 
 impl Resume {
@@ -937,8 +1023,36 @@ impl Resume {
             credits: Default::default(),
             from: None,
             args: std::env::args().skip(1).collect(),
+            submitted: Vec::new(),
         }
     }
+}
+
+/// `slurp start`: an open instance with no tasks yet; detached (its run
+/// id printed once it answers) unless `--foreground`.
+fn start(foreground: bool, mut args: RunArgs) -> io::Result<ExitCode> {
+    args.open = true;
+    if args.no_journal {
+        eprintln!(
+            "error: an instance needs its run directory: `--no-journal` cannot be used with `slurp start`"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if foreground {
+        return run_workload(&Workload::Open, &args, Resume::fresh());
+    }
+    let run = run_id();
+    let dir = match std::env::var_os("SLURP_RUN_DIR") {
+        Some(parent) => PathBuf::from(parent).join("nested").join(&run),
+        None => match slurp_runtime::journal::open_store(&std::env::current_dir()?)? {
+            Ok(store) => store.join("runs").join(&run),
+            Err(mismatch) => {
+                eprintln!("error: {mismatch}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+    };
+    crate::live::start_detached(&dir, &run)
 }
 
 /// `slurp resume [RUN]`: the same workflow file (as it is now) and the same
@@ -1011,11 +1125,32 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
         );
         Ok(ExitCode::from(2))
     };
-    let (args, mut file, invocation) = match Cli::try_parse_from(&argv) {
+    let submitted = replay.submitted.clone();
+    let (mut args, mut file, invocation) = match Cli::try_parse_from(&argv) {
         Ok(Cli {
             command: Some(Command::Run { file, run }),
             ..
         }) => (run, file, None),
+        Ok(Cli {
+            command: Some(Command::Start { run, .. }),
+            ..
+        }) => {
+            let mut run = run;
+            run.run_id = None;
+            eprintln!(
+                "slurp: resuming open instance {} ({} submission{} to submit again)",
+                replay.run,
+                submitted.len(),
+                if submitted.len() == 1 { "" } else { "s" }
+            );
+            let resume = Resume {
+                credits: resume_credits(&store, &replay),
+                from: Some(replay.run.clone()),
+                args: replay.args.clone(),
+                submitted,
+            };
+            return run_workload(&Workload::Open, &run, resume);
+        }
         Ok(Cli {
             command: None,
             file: Some(file),
@@ -1031,6 +1166,8 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
         }
         _ => return not_resumable(),
     };
+    // A fresh run of its own, not the id `slurp start` gave the first.
+    args.run_id = None;
     // The file as the first run named it, from the directory that holds
     // `.slurp/` — a copied or moved project resumes its own file — and the
     // absolute path recorded only when that one is not there.
@@ -1040,23 +1177,7 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     } else if !replay.path.is_empty() && replay.path != "-" {
         file = PathBuf::from(&replay.path);
     }
-    // What succeeded anywhere along the chain of resumed runs: a resumed
-    // run killed while it was still recording what it took over must not
-    // make those tasks run again. Per key, the most successes any run saw.
-    let mut credits = replay.succeeded.clone();
-    let mut previous = replay.resumes.clone();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(id) = previous.filter(|id| seen.insert(id.clone())) {
-        let path = store.join("runs").join(&id).join("events.jsonl");
-        let Ok(older) = slurp_runtime::journal::replay(&path) else {
-            break;
-        };
-        for (key, n) in older.succeeded {
-            let entry = credits.entry(key).or_default();
-            *entry = (*entry).max(n);
-        }
-        previous = older.resumes;
-    }
+    let credits = resume_credits(&store, &replay);
     let done: usize = credits.values().sum();
     eprintln!(
         "slurp: resuming run {} with {} ({done} task{} already succeeded)",
@@ -1068,6 +1189,7 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
         credits,
         from: Some(replay.run.clone()),
         args: replay.args,
+        submitted,
     };
     match invocation {
         None => run_file(&file, &args, resume),
@@ -1091,6 +1213,30 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
             run_workload(&Workload::Command { invocation, stdin }, &args, resume)
         }
     }
+}
+
+/// What succeeded anywhere along the chain of resumed runs: a resumed run
+/// killed while it was still recording what it took over must not make
+/// those tasks run again. Per key, the most successes any run saw.
+fn resume_credits(
+    store: &Path,
+    replay: &slurp_runtime::journal::Replay,
+) -> std::collections::HashMap<u64, usize> {
+    let mut credits = replay.succeeded.clone();
+    let mut previous = replay.resumes.clone();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(id) = previous.filter(|id| seen.insert(id.clone())) {
+        let path = store.join("runs").join(&id).join("events.jsonl");
+        let Ok(older) = slurp_runtime::journal::replay(&path) else {
+            break;
+        };
+        for (key, n) in older.succeeded {
+            let entry = credits.entry(key).or_default();
+            *entry = (*entry).max(n);
+        }
+        previous = older.resumes;
+    }
+    credits
 }
 
 /// The copy a run keeps of the values it read from standard input, for
@@ -1120,6 +1266,8 @@ fn learned_policy(
 /// What a run runs: a workflow file, or a GNU parallel-style command line.
 enum Workload<'a> {
     File(&'a Path),
+    /// `slurp start`: no tasks until they are submitted.
+    Open,
     Command {
         invocation: slurp_interpreter::parallel::Invocation,
         /// The source (counted from 0) that came from standard input, now
@@ -1132,6 +1280,7 @@ impl Workload<'_> {
     fn load(&self, opts: &Options) -> Result<Loaded, ExitCode> {
         match self {
             Workload::File(file) => load(file, opts),
+            Workload::Open => Ok(slurp_interpreter::empty(opts)),
             Workload::Command { invocation, .. } => {
                 slurp_interpreter::parallel::command_line(invocation, opts).map_err(|failure| {
                     report(&failure);
@@ -1149,7 +1298,7 @@ impl Workload<'_> {
 
     fn stdin_column(&self) -> Option<usize> {
         match self {
-            Workload::File(_) => None,
+            Workload::File(_) | Workload::Open => None,
             Workload::Command { stdin, .. } => *stdin,
         }
     }
@@ -1157,7 +1306,7 @@ impl Workload<'_> {
     /// Whether the values are still to be read from standard input.
     fn reads_stdin(&self) -> bool {
         match self {
-            Workload::File(_) => false,
+            Workload::File(_) | Workload::Open => false,
             Workload::Command { invocation, .. } => stdin_source(invocation).is_some(),
         }
     }
@@ -1318,6 +1467,17 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             ));
         }
     };
+    let open_for = match args.open_for.as_deref() {
+        None => None,
+        Some(text) => match slurp_interpreter::parse_duration(text) {
+            Ok(Some(secs)) if secs > 0 => Some(std::time::Duration::from_secs(secs)),
+            _ => {
+                return usage(format!(
+                    "`--open-for {text}`: give a duration such as `30m` or `8h`"
+                ));
+            }
+        },
+    };
     let mut loaded = match workload.load(&opts) {
         Ok(loaded) => loaded,
         Err(code) => return Ok(code),
@@ -1426,8 +1586,13 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     // A nested entry's own Slurm job (`--backend slurm`) keeps its journal
     // in its parent run's, as a slurp inside a task does.
     let parent = std::env::var_os("SLURP_RUN_DIR").or_else(|| std::env::var_os("SLURP_PARENT_RUN"));
-    let run_dir: PathBuf = match parent {
-        Some(parent) => PathBuf::from(parent).join("nested").join(format!(
+    let run_dir: PathBuf = match (parent, &args.run_id) {
+        (Some(parent), Some(id)) => PathBuf::from(parent).join("nested").join(id),
+        (None, Some(id)) => match slurp_runtime::journal::open_store(&opts.cwd)? {
+            Ok(store) => store.join("runs").join(id),
+            Err(mismatch) => return usage(format!("{mismatch}")),
+        },
+        (Some(parent), None) => PathBuf::from(parent).join("nested").join(format!(
             "{}-{}",
             std::env::var("SLURP_TASK_ID")
                 .unwrap_or_default()
@@ -1436,8 +1601,8 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         )),
         // Without a journal nothing is made here unless a task's output
         // is kept (`--output files` makes `out/` when it writes).
-        None if args.no_journal => opts.cwd.join(".slurp").join("runs").join(run_id()),
-        None => match slurp_runtime::journal::open_store(&opts.cwd)? {
+        (None, None) if args.no_journal => opts.cwd.join(".slurp").join("runs").join(run_id()),
+        (None, None) => match slurp_runtime::journal::open_store(&opts.cwd)? {
             Ok(store) => store.join("runs").join(run_id()),
             Err(mismatch) => return usage(format!("{mismatch}")),
         },
@@ -1491,6 +1656,10 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         resume: resume.credits.clone(),
         joblog: args.joblog.clone(),
         joblog_append: resume.from.is_some(),
+        listen: !args.no_journal,
+        open: args.open || matches!(workload, Workload::Open),
+        open_for,
+        resubmit: resume.submitted.clone(),
     };
     let files: Vec<(String, &str)> = loaded
         .sources
@@ -1547,12 +1716,18 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     // What a task leaves running outside its process group comes back to
     // this process, to be ended with the run.
     slurp_runtime::exec::strays::adopt_orphans();
+    let mut submitter = crate::live::Submitter {
+        sources: std::mem::take(&mut loaded.sources),
+        opts: opts.clone(),
+    };
     let report = runtime.block_on(slurp_runtime::run::run(
-        &loaded.program,
+        &mut loaded.program,
         &options,
         &mut console,
         journal,
+        Some(&mut submitter),
     ));
+    loaded.sources = submitter.sources;
     console.finish();
     let strays = slurp_runtime::exec::strays::end_strays(
         options.grace.min(std::time::Duration::from_secs(1)),

@@ -43,6 +43,12 @@ impl Observer for Console {
         }
     }
 
+    fn submitted(&mut self, scope: &str, count: usize) {
+        if let Some(progress) = &self.progress {
+            progress.submitted(scope, count);
+        }
+    }
+
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]) {
         let mut buf = Vec::with_capacity(bytes.len() + name.len() + 4);
         if self.mode == OutputMode::Tag {

@@ -2,6 +2,7 @@
 
 mod cli;
 mod console;
+mod live;
 mod policy;
 mod progress;
 mod report;

@@ -243,6 +243,22 @@ impl Progress {
         })
     }
 
+    /// `count` tasks were submitted to the instance at `scope`.
+    pub fn submitted(&self, scope: &str, count: usize) {
+        let Ok(mut counts) = self.counts.lock() else {
+            return;
+        };
+        counts.total += count as u64;
+        for (i, _) in scope.match_indices('/') {
+            if let Some(instance) = counts.instances.get_mut(&scope[..=i]) {
+                instance.total += count as u64;
+            }
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_length(counts.total);
+        }
+    }
+
     /// A core event of the instance at `scope`.
     pub fn event(&self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event) {
         let Event::Transition { task, to, .. } = event else {

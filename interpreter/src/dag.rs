@@ -12,7 +12,7 @@ use std::collections::{HashMap, VecDeque};
 
 use petgraph::graph::NodeIndex;
 use slurp_grammar::{Diagnostic, Span};
-use slurp_runtime::{FileId, TaskId, Template, TemplateId, Text, Workflow};
+use slurp_runtime::{FileId, LineKind, TaskId, Template, TemplateId, Text, Workflow};
 
 use crate::attrs;
 use crate::lower::tasks_of;
@@ -46,8 +46,111 @@ struct Ref {
 
 /// Fills `workflow.graph` from the specs; reports into `diags`.
 pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Vec<Located>) {
-    let mut names: HashMap<&str, usize> = HashMap::new();
     let mut errors = Vec::new();
+    let edges = resolve(workflow, &specs, &mut errors);
+    let mut graph = petgraph::graph::DiGraph::with_capacity(workflow.tasks.len(), edges.len());
+    for _ in 0..workflow.tasks.len() {
+        graph.add_node(());
+    }
+    for (from, to) in edges {
+        graph.add_edge(
+            NodeIndex::new(from as usize),
+            NodeIndex::new(to as usize),
+            (),
+        );
+    }
+    workflow.graph = graph;
+    if errors.is_empty()
+        && let Err(cycle) = petgraph::algo::toposort(&workflow.graph, None)
+    {
+        errors.push(report_cycle(workflow, cycle.node_id(), &specs));
+    }
+    diags.extend(errors);
+}
+
+/// Adds the graph of tasks appended to a workflow whose first `old`
+/// templates (and their tasks) it already has: `specs` are the new
+/// templates', whose `after=` may name the old tasks as well as each
+/// other. A new name may not be an old one. Nothing is added on a mistake.
+pub(crate) fn extend(
+    workflow: &mut Workflow,
+    old: usize,
+    specs: Vec<DepSpec>,
+    diags: &mut Vec<Located>,
+) {
+    // The old tasks that can be named, as specs without `after=`.
+    let mut all: Vec<DepSpec> = workflow.templates[..old]
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| matches!(t.kind, LineKind::Task | LineKind::Toml))
+        .map(|(i, t)| DepSpec {
+            template: TemplateId(i as u32),
+            file: t.source.file,
+            name_span: Span {
+                start: t.source.start,
+                end: t.source.end,
+            },
+            named: true,
+            after: None,
+        })
+        .collect();
+    all.extend(specs);
+    let mut errors = Vec::new();
+    let edges = resolve(workflow, &all, &mut errors);
+    if !errors.is_empty() {
+        diags.extend(errors);
+        return;
+    }
+    let first = workflow.graph.node_count();
+    for _ in first..workflow.tasks.len() {
+        workflow.graph.add_node(());
+    }
+    for &(from, to) in &edges {
+        workflow.graph.add_edge(
+            NodeIndex::new(from as usize),
+            NodeIndex::new(to as usize),
+            (),
+        );
+    }
+    // A cycle can only run through new tasks (old ones wait for no new
+    // one): Kahn's walk over them alone, not over the whole workflow.
+    let n = workflow.tasks.len() - first;
+    let mut indegree = vec![0u32; n];
+    for &(from, to) in &edges {
+        if from as usize >= first {
+            indegree[to as usize - first] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut seen = 0;
+    while let Some(i) = ready.pop() {
+        seen += 1;
+        for next in workflow
+            .graph
+            .neighbors_directed(NodeIndex::new(first + i), petgraph::Direction::Outgoing)
+        {
+            let j = next.index() - first;
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    if seen < n {
+        let start = (0..n).find(|&i| indegree[i] > 0).unwrap_or(0);
+        diags.push(report_cycle(workflow, NodeIndex::new(first + start), &all));
+        while workflow.graph.node_count() > first {
+            workflow
+                .graph
+                .remove_node(NodeIndex::new(workflow.graph.node_count() - 1));
+        }
+    }
+}
+
+/// The dependency edges `(dependency, dependent)` the specs' `after=`
+/// lists name, sorted and without repeats; mistakes go to `errors`.
+fn resolve(workflow: &Workflow, specs: &[DepSpec], errors: &mut Vec<Located>) -> Vec<(u32, u32)> {
+    let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, spec) in specs.iter().enumerate() {
         if !spec.named {
             continue;
@@ -76,7 +179,7 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
     }
 
     let mut edges: Vec<(u32, u32)> = Vec::new();
-    for spec in &specs {
+    for spec in specs {
         let Some(after) = &spec.after else { continue };
         let template = workflow.template(spec.template);
         let vars: Vec<&str> = template.sweep.iter().map(|a| &*a.name).collect();
@@ -169,26 +272,9 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
         }
     }
 
-    let mut graph = petgraph::graph::DiGraph::with_capacity(workflow.tasks.len(), edges.len());
-    for _ in 0..workflow.tasks.len() {
-        graph.add_node(());
-    }
     edges.sort_unstable();
     edges.dedup();
-    for (from, to) in edges {
-        graph.add_edge(
-            NodeIndex::new(from as usize),
-            NodeIndex::new(to as usize),
-            (),
-        );
-    }
-    workflow.graph = graph;
-    if errors.is_empty()
-        && let Err(cycle) = petgraph::algo::toposort(&workflow.graph, None)
-    {
-        errors.push(report_cycle(workflow, cycle.node_id(), &specs));
-    }
-    diags.extend(errors);
+    edges
 }
 
 /// Splits `a,b[1,2],c[*]` at the commas outside brackets.

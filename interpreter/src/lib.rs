@@ -69,7 +69,16 @@ pub fn load(path: &Path, opts: &Options) -> Result<Loaded, Failure> {
     // them are told in file order, line by line.
     if let Some(root) = root {
         let mut seen = HashSet::new();
-        check_capacity(&program, root, opts.capacity, None, &mut seen, &mut diags);
+        let all = 0..program.workflow(root).tasks.len() as u32;
+        check_capacity(
+            &program,
+            root,
+            all,
+            opts.capacity,
+            None,
+            &mut seen,
+            &mut diags,
+        );
     }
     diags.sort_by_key(|l| {
         (
@@ -92,12 +101,29 @@ pub fn load(path: &Path, opts: &Options) -> Result<Loaded, Failure> {
     })
 }
 
+/// An instance with no tasks yet (`slurp start`): one empty top-level
+/// workflow, to which tasks are then submitted.
+pub fn empty(opts: &Options) -> Loaded {
+    let mut sources = Sources::default();
+    let path = opts.cwd.join("(instance)");
+    let file = sources.add(path.clone(), "(instance)".to_owned(), "".into());
+    let mut program = Program::default();
+    program.workflows.push(slurp_runtime::Workflow::new(file));
+    program.files = vec![path];
+    Loaded {
+        program,
+        sources,
+        notes: Notes::default(),
+    }
+}
+
 /// Every task must fit its instance when it is idle; the tasks of a nested
 /// workflow must fit the slice its entry asked for. Checked per distinct
 /// (workflow, slice), reported once per template.
 fn check_capacity(
     program: &Program,
     id: WorkflowId,
+    tasks: std::ops::Range<u32>,
     capacity: Capacity,
     inside: Option<&str>,
     seen: &mut HashSet<(WorkflowId, Capacity)>,
@@ -109,7 +135,7 @@ fn check_capacity(
     let workflow = program.workflow(id);
     let mut reported = HashSet::new();
     let mut slices = Vec::new();
-    for task_id in workflow.task_ids() {
+    for task_id in tasks.map(slurp_runtime::TaskId) {
         let task = workflow.task(task_id);
         if let Err(short) = capacity.fits(&task.request) {
             if reported.insert(task.template) {
@@ -162,6 +188,70 @@ fn check_capacity(
         }
     }
     for (child, slice, name) in slices {
-        check_capacity(program, child, slice, Some(&name), seen, diags);
+        let all = 0..program.workflow(child).tasks.len() as u32;
+        check_capacity(program, child, all, slice, Some(&name), seen, diags);
+    }
+}
+
+/// Lowers `text`, tasks submitted to a live instance (`slurp submit`), into
+/// `workflow` of a running `program`, after the tasks it has: the same
+/// language, checks and diagnostics as a file (`source` names the text in
+/// them; a name ending `.toml` reads it as a TOML spec), its `after=` free
+/// to name the workflow's tasks, each task checked against `capacity` (the
+/// instance's, or its nested entry's slice). Tasks run in `opts.cwd` (the
+/// submitter's directory) unless they say otherwise; relative paths in the
+/// text start there too. On any mistake nothing is added.
+pub fn submit(
+    program: &mut Program,
+    workflow: WorkflowId,
+    capacity: Capacity,
+    text: &str,
+    source: &str,
+    opts: &Options,
+    sources: &mut Sources,
+) -> Result<std::ops::Range<u32>, Failure> {
+    let path = load::normalize(&opts.cwd.join(source));
+    let file = sources.add(path, source.to_owned(), text.into());
+    let mut lowerer = lower::Lowerer::new(sources, opts);
+    lowerer.program = std::mem::take(program);
+    let range = lowerer.extend_workflow(workflow, file);
+    let mut diags = std::mem::take(&mut lowerer.diags);
+    *program = std::mem::take(&mut lowerer.program);
+    drop(lowerer);
+    if let Some(range) = &range {
+        let mut seen = HashSet::new();
+        check_capacity(
+            program,
+            workflow,
+            range.clone(),
+            capacity,
+            None,
+            &mut seen,
+            &mut diags,
+        );
+        if !diags.is_empty() && !range.is_empty() {
+            // Nothing half-added: the tasks that do not fit take the rest
+            // of the submission with them.
+            let w = &mut program.workflows[workflow.0 as usize];
+            let first_template = w.tasks[range.start as usize].template.0 as usize;
+            while w.graph.node_count() > range.start as usize {
+                let last = petgraph::graph::NodeIndex::new(w.graph.node_count() - 1);
+                w.graph.remove_node(last);
+            }
+            w.tasks.truncate(range.start as usize);
+            w.templates.truncate(first_template);
+        }
+    }
+    program.files = sources.iter().map(|f| f.path.clone()).collect();
+    match range {
+        Some(range) if diags.is_empty() => Ok(range),
+        _ => {
+            diags.sort_by_key(|l| l.diagnostic.primary_span().map_or(0, |s| s.start));
+            Err(Failure::new(
+                format!("the tasks submitted ({source}) are not valid"),
+                diags,
+                sources,
+            ))
+        }
     }
 }

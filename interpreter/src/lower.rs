@@ -227,6 +227,77 @@ impl<'a> Lowerer<'a> {
         Some(id)
     }
 
+    /// Lowers the entries of `file` into workflow `id`, after its tasks
+    /// (a submission to a live instance): their `after=` may name the
+    /// workflow's tasks; tasks that set no `cwd=` run in the options' cwd.
+    /// Returns the new tasks, or `None` with the workflow as it was.
+    pub fn extend_workflow(
+        &mut self,
+        id: WorkflowId,
+        file: FileId,
+    ) -> Option<std::ops::Range<u32>> {
+        let index = id.0 as usize;
+        let workflow = std::mem::replace(&mut self.program.workflows[index], Workflow::new(file));
+        let (tasks, templates) = (workflow.tasks.len(), workflow.templates.len());
+        let errors = self.diags.len();
+        let path = self.sources.get(file).path.clone();
+        self.stack.push((path.clone(), None));
+        let mut building = Building {
+            lowerer: self,
+            workflow,
+            deps: Vec::new(),
+            nested: Vec::new(),
+        };
+        if path.extension().is_some_and(|e| e == "toml") {
+            let mut diags = std::mem::take(&mut building.lowerer.diags);
+            let entries = crate::toml_spec::entries(file, building.lowerer.sources, &mut diags);
+            building.lowerer.diags = diags;
+            entries.into_iter().for_each(|entry| building.entry(entry));
+        } else {
+            Collector::default().collect(file, &mut building);
+        }
+        let Building {
+            mut workflow,
+            deps,
+            nested,
+            ..
+        } = building;
+        for (template, path_text, file, span) in nested {
+            self.load_children(&mut workflow, template, &path_text, file, span);
+        }
+        if self.diags.len() == errors {
+            let mut diags = std::mem::take(&mut self.diags);
+            dag::extend(&mut workflow, templates, deps, &mut diags);
+            self.diags = diags;
+        }
+        self.stack.pop();
+        let ok = self.diags.len() == errors;
+        if ok {
+            // Where the submitter is, not where the instance started.
+            let cwd = self.opts.cwd.to_string_lossy().into_owned();
+            for template in &mut workflow.templates[templates..] {
+                let extras = template.extras.get_or_insert_with(Default::default);
+                extras.cwd = Some(match extras.cwd.take() {
+                    None => Text::literal(&cwd),
+                    Some(Text(mut pieces)) => {
+                        let absolute =
+                            matches!(pieces.first(), Some(Piece::Lit(l)) if l.starts_with('/'));
+                        if !absolute {
+                            pieces.insert(0, Piece::Lit(format!("{cwd}/").into()));
+                        }
+                        Text(pieces)
+                    }
+                });
+            }
+        } else {
+            workflow.tasks.truncate(tasks);
+            workflow.templates.truncate(templates);
+        }
+        let end = workflow.tasks.len() as u32;
+        self.program.workflows[index] = workflow;
+        ok.then_some(tasks as u32..end)
+    }
+
     fn nested_recursion(&mut self, pos: usize, absolute: &Path, origin: Option<(FileId, Span)>) {
         let cwd = &self.opts.cwd;
         let chain: Vec<String> = self.stack[pos..]

@@ -180,7 +180,7 @@ impl Timeline {
                 gpus,
                 ..
             } => builder.start(t, &task, &nodes, &cores, &gpus),
-            Record::Group { .. } => {}
+            Record::Group { .. } | Record::Submit { .. } => {}
             Record::End { t, interrupted } => {
                 builder.horizon = builder.horizon.max(t);
                 header.ended = Some(interrupted);

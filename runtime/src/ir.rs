@@ -66,7 +66,7 @@ impl Program {
 }
 
 /// The tasks of one file and the dependencies between them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Workflow {
     pub file: FileId,
     pub templates: Vec<Template>,
@@ -276,7 +276,7 @@ impl Workflow {
 }
 
 /// One source line: everything its tasks share, with `{var}` placeholders.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Template {
     /// The task name (`sim`); for an unnamed line of an included file
     /// `FILE@LINE`; `None` for an unnamed line of the workflow's own file,
@@ -293,7 +293,7 @@ pub struct Template {
 }
 
 /// The rarely set parts of a template.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extras {
     pub env: Vec<(Box<str>, Text)>,
     pub cwd: Option<Text>,
@@ -511,7 +511,7 @@ pub struct Source {
 }
 
 /// One sweep variable and its values.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Axis {
     pub name: Box<str>,
     pub values: Values,

@@ -117,6 +117,17 @@ pub enum Record {
         pgid: i32,
         boot: String,
     },
+    /// Tasks submitted to the live instance at `scope` (`""` or `sub/`):
+    /// the text as it came, so `slurp resume` can submit it again; its
+    /// `tasks` tasks' records follow.
+    Submit {
+        t: u64,
+        scope: String,
+        source: String,
+        cwd: String,
+        text: String,
+        tasks: u32,
+    },
     End {
         t: u64,
         interrupted: bool,
@@ -258,6 +269,19 @@ impl Journal {
         &self.dir
     }
 
+    /// Names the files read after the run began (submitted texts and what
+    /// they nest), up to `files` in all, for the `src` of their tasks.
+    pub fn name_files(&mut self, files: &[PathBuf], first: &str) {
+        let known = self.files.len();
+        for (k, path) in files.iter().enumerate().skip(known) {
+            self.files.push(if k == known {
+                first.to_owned()
+            } else {
+                path.display().to_string()
+            });
+        }
+    }
+
     /// Appends one record: a single `write` of a whole line, so a line is
     /// either there or torn at the end, never interleaved.
     pub fn write(&mut self, record: &Record) -> io::Result<()> {
@@ -356,6 +380,9 @@ pub struct Replay {
     pub args: Vec<String>,
     /// The run this one resumed.
     pub resumes: Option<String>,
+    /// What was submitted to it while it ran, by instance path, in order.
+    #[serde(skip)]
+    pub submitted: Vec<(String, crate::run::Submission)>,
     /// `Some(interrupted)` once the run ended.
     pub ended: Option<bool>,
     /// A last line cut short (the run is live mid-write, or was killed).
@@ -536,6 +563,20 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
         }
         Record::Start { task, .. } => *replay.attempts.entry(task).or_default() += 1,
         Record::Group { .. } => {}
+        Record::Submit {
+            scope,
+            source,
+            cwd,
+            text,
+            ..
+        } => replay.submitted.push((
+            scope,
+            crate::run::Submission {
+                text,
+                source,
+                cwd: PathBuf::from(cwd),
+            },
+        )),
         Record::End { interrupted, .. } => replay.ended = Some(interrupted),
     })?;
     replay.torn = damage.torn;

@@ -12,6 +12,8 @@ pub mod halt;
 mod ir;
 pub mod jobspec;
 pub mod journal;
+pub mod listen;
+pub mod protocol;
 mod resources;
 pub mod run;
 pub mod show;

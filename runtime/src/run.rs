@@ -14,6 +14,13 @@
 //! handles interruption: the first Ctrl-C or SIGTERM stops starting tasks
 //! at every level and asks every running group to stop (SIGTERM, SIGKILL
 //! after the grace period); a second one kills at once.
+//!
+//! A run with a run directory is also a live instance: it listens on its
+//! socket ([`crate::listen`]) and answers the requests of
+//! [`crate::protocol`] between events — tasks submitted (lowered by the
+//! caller's [`Submit`], journaled, added to the core of the instance they
+//! name, top level or nested), waited for, cancelled, watched. An `open`
+//! run does not end when its tasks have: only when it is closed.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,10 +28,17 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
-use crate::core::{Alloc, Chooser, Core, Event, Outcome, PolicyKind, Reason, State, Time};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::core::{Alloc, Chooser, Core, Event, Job, Outcome, PolicyKind, Reason, State, Time};
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
 use crate::ir::{FileId, Program, TaskId, Workflow, WorkflowId};
 use crate::journal::{Journal, Placed, Record};
+use crate::listen::{self, Incoming};
+use crate::protocol::{Op, Refusal};
 use crate::resources::{Capacity, Machine};
 
 pub use crate::halt::Halt;
@@ -39,10 +53,10 @@ pub struct RunOptions {
     /// A learned policy choosing the head at each level, beside
     /// `policies` (the last for all deeper levels; none when empty). The
     /// level's policy then gives only the backfilling.
-    pub learned: Vec<Option<std::sync::Arc<dyn Learned>>>,
+    pub learned: Vec<Option<Arc<dyn Learned>>>,
     /// The learned policies nested entries name (`policy=fair:M.onnx`),
     /// loaded before the run, by the file that names them and the name.
-    pub named: std::collections::HashMap<(FileId, String), Own>,
+    pub named: HashMap<(FileId, String), Own>,
     /// Bind ranks to their cores.
     pub bind: bool,
     pub output: OutputMode,
@@ -61,7 +75,7 @@ pub struct RunOptions {
     pub depth: u32,
     /// `slurp resume`: the keys of tasks that already succeeded, counted;
     /// a task whose key has a credit left is not run again.
-    pub resume: std::collections::HashMap<u64, usize>,
+    pub resume: HashMap<u64, usize>,
     /// `--joblog FILE`: GNU parallel's tab-separated log of attempts.
     pub joblog: Option<PathBuf>,
     /// Add to an existing joblog (a resumed run, as `parallel --resume`
@@ -69,7 +83,42 @@ pub struct RunOptions {
     pub joblog_append: bool,
     /// The Slurm job slurp runs in: ranks start as its steps, node `n` of
     /// the instance being the job's node `n`.
-    pub allocation: Option<std::sync::Arc<crate::backend::allocation::Allocation>>,
+    pub allocation: Option<Arc<crate::backend::allocation::Allocation>>,
+    /// Serve the instance protocol on `run_dir/socket`.
+    pub listen: bool,
+    /// Stay open when every task has ended, until closed (a `close`
+    /// request, `slurp close`, Ctrl-C) or until `open_for` has passed.
+    pub open: bool,
+    pub open_for: Option<Duration>,
+    /// `slurp resume`: what was submitted to the run resumed, by instance
+    /// path, in order; submitted again as each instance starts.
+    pub resubmit: Vec<(String, Submission)>,
+}
+
+/// Tasks sent to a live instance, in the slurp language.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub text: String,
+    /// The name diagnostics give the text (`submitted#3`, or a file's).
+    pub source: String,
+    /// Where its tasks run and its relative paths start.
+    pub cwd: PathBuf,
+}
+
+/// Lowers submissions: the interpreter's work, done for the runtime by its
+/// caller (the runtime never parses text).
+pub trait Submit {
+    /// Appends the tasks of `submission` to `workflow` (templates, tasks
+    /// and their dependency edges, on tasks already there or new ones),
+    /// each checked to fit `capacity`; returns the new tasks' ids. On a
+    /// mistake nothing is added and the refusal carries the diagnostics.
+    fn submit(
+        &mut self,
+        program: &mut Program,
+        workflow: WorkflowId,
+        capacity: Capacity,
+        submission: &Submission,
+    ) -> Result<std::ops::Range<u32>, Refusal>;
 }
 
 /// A nested entry's own policy: an order and backfilling, and a learned
@@ -77,7 +126,7 @@ pub struct RunOptions {
 #[derive(Debug, Clone)]
 pub struct Own {
     pub policy: PolicyKind,
-    pub learned: Option<std::sync::Arc<dyn Learned>>,
+    pub learned: Option<Arc<dyn Learned>>,
 }
 
 /// The core of an instance at nesting `level`: the nested entry's `own`
@@ -118,6 +167,8 @@ pub trait Observer {
     fn event(&mut self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event);
     /// Task output to show: a whole task's (group mode) or a line (tag).
     fn output(&mut self, name: &str, stderr: bool, bytes: &[u8]);
+    /// `count` tasks were submitted to the instance at `scope`.
+    fn submitted(&mut self, _scope: &str, _count: usize) {}
 }
 
 /// One task that did not succeed, for the summary.
@@ -190,6 +241,13 @@ fn last_seq(path: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+async fn accept(socket: Option<&listen::Socket>) -> Option<tokio::net::UnixStream> {
+    match socket {
+        Some(socket) => listen::accept(socket).await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -214,15 +272,30 @@ struct Instance {
     done: bool,
     /// Why attempts failed, for the summary.
     tails: Vec<(TaskId, String, Option<String>)>,
-    /// Tells this instance's running attempts to stop.
-    stop: watch::Sender<Stop>,
+    /// What its attempts are told when they start: `Run`, or the stop
+    /// the whole instance was given.
+    stop: Stop,
+    /// Its capacity (the slice of its nested entry).
+    capacity: Capacity,
+    /// Its workflow is its own (copied on the first submission: a nested
+    /// workflow may be shared by many entries).
+    owns_workflow: bool,
+    /// Its tasks by id, made on the first request that names one.
+    names: Option<HashMap<String, u32>>,
     /// A nested entry's time limit, when it has one.
     deadline: Option<Time>,
     timed_out: bool,
 }
 
+/// A `wait` request not yet answered.
+struct Waiter {
+    id: Value,
+    reply: mpsc::UnboundedSender<String>,
+    tasks: Vec<(usize, TaskId)>,
+}
+
 struct Driver<'p> {
-    program: &'p Program,
+    program: &'p mut Program,
     opts: &'p RunOptions,
     instances: Vec<Instance>,
     started: Instant,
@@ -234,11 +307,11 @@ struct Driver<'p> {
     /// A journal write failed (reported once).
     journal_error: bool,
     /// What is left of `RunOptions::resume`.
-    credits: std::collections::HashMap<u64, usize>,
+    credits: HashMap<u64, usize>,
     joblog: Option<std::fs::File>,
     /// Attempts started, numbered for the joblog's `Seq`.
     seq: u64,
-    seqs: std::collections::HashMap<(u32, TaskId), u64>,
+    seqs: HashMap<(u32, TaskId), u64>,
     done_tx: mpsc::UnboundedSender<Finished>,
     line_tx: mpsc::UnboundedSender<Output>,
     shown: crate::show::Shown,
@@ -246,16 +319,38 @@ struct Driver<'p> {
     ended: crate::halt::Ended,
     /// The run stopped because a `--halt …,success=` condition was met.
     halted_on_success: bool,
+    /// Each running attempt's stop, by instance and task.
+    attempts: HashMap<(u32, TaskId), watch::Sender<Stop>>,
+    submitter: Option<&'p mut dyn Submit>,
+    /// Still taking submissions after every task has ended.
+    open: bool,
+    /// Submissions taken (for their names in diagnostics).
+    submissions: u64,
+    waiters: Vec<Waiter>,
+    watchers: Vec<mpsc::UnboundedSender<String>>,
+    /// The socket clients reach this run at, for the tasks' environment.
+    socket: Option<Arc<std::path::Path>>,
+    /// What `slurp resume` submits again, by scope.
+    resubmit: Vec<(String, Submission)>,
 }
 
 /// Runs the top-level workflow of `program`, and every workflow it nests,
 /// to the end.
-pub async fn run(
-    program: &Program,
-    opts: &RunOptions,
+pub async fn run<'p>(
+    program: &'p mut Program,
+    opts: &'p RunOptions,
     observer: &mut dyn Observer,
     journal: Option<Journal>,
+    submitter: Option<&'p mut dyn Submit>,
 ) -> std::io::Result<Report> {
+    let total = program.root().tasks.len() as u64;
+    let socket = match opts.listen {
+        true => Some(listen::bind(&opts.run_dir)?),
+        false => None,
+    };
+    let (request_tx, mut request_rx) = mpsc::unbounded_channel::<Incoming>();
+    let (ended_tx, ended_rx) = watch::channel(false);
+    let mut connections: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
     let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Output>();
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -284,14 +379,22 @@ pub async fn run(
         line_tx,
         shown: crate::show::Shown::new(opts.show.clone()),
         ended: crate::halt::Ended {
-            total: program.root().tasks.len() as u64,
+            total,
             ..Default::default()
         },
         halted_on_success: false,
+        attempts: HashMap::new(),
+        submitter,
+        open: opts.open,
+        submissions: 0,
+        waiters: Vec::new(),
+        watchers: Vec::new(),
+        socket: socket.as_ref().map(|s| Arc::from(s.path.as_path())),
+        resubmit: opts.resubmit.clone(),
     };
     let root = Instance {
         workflow: WorkflowId(0),
-        core: core_for(opts, 0, None, capacity, program.root(), Time(0)),
+        core: core_for(opts, 0, None, capacity, driver.program.root(), Time(0)),
         parent: None,
         nodes: (0..capacity.nodes).collect(),
         cores: vec![(0..capacity.cores_per_node).collect(); capacity.nodes as usize],
@@ -300,14 +403,19 @@ pub async fn run(
         level: 0,
         done: false,
         tails: Vec::new(),
-        stop: watch::channel(Stop::Run).0,
+        stop: Stop::Run,
+        capacity,
+        owns_workflow: true,
+        names: None,
         deadline: None,
         timed_out: false,
     };
     driver.instances.push(root);
+    driver.resubmit_into(0, observer);
     driver.resume(0);
     let mut interrupted = false;
     let mut dirty = vec![0usize];
+    let close_at = opts.open_for.map(|d| driver.started + d);
 
     loop {
         driver.step(&mut dirty, observer);
@@ -320,6 +428,7 @@ pub async fn run(
             .filter(|i| !i.done && !i.timed_out)
             .filter_map(|i| i.deadline)
             .min();
+        let close_at = close_at.filter(|_| driver.open);
         let wake = deadline
             .map(|d| tokio::time::Instant::from_std(driver.started + Duration::from_millis(d.0)));
         tokio::select! {
@@ -335,7 +444,24 @@ pub async fn run(
                 driver.show_ended(observer);
                 dirty.extend(0..driver.instances.len());
             }
-                        _ = sleep_until(wake) => {
+            Some(incoming) = request_rx.recv() => {
+                driver.request(incoming, &mut dirty, observer);
+            }
+            accepted = accept(socket.as_ref()) => {
+                if let Some(stream) = accepted {
+                    connections.retain(|c| !c.is_finished());
+                    connections.push(tokio::spawn(listen::connection(
+                        stream,
+                        request_tx.clone(),
+                        ended_rx.clone(),
+                    )));
+                }
+            }
+            _ = sleep_until(close_at.map(tokio::time::Instant::from_std)) => {
+                driver.open = false;
+                dirty.push(0);
+            }
+            _ = sleep_until(wake) => {
                 driver.expire();
                 dirty.extend(0..driver.instances.len());
             }
@@ -350,7 +476,9 @@ pub async fn run(
         }
     }
 
+    drop(socket);
     driver.show_ended(observer);
+    let program = &*driver.program;
     let root = &driver.instances[0];
     let names = |t| {
         format!(
@@ -360,12 +488,27 @@ pub async fn run(
         )
     };
     driver.shown.flush_all(names, observer);
+    let waiters = std::mem::take(&mut driver.waiters);
+    for waiter in waiters {
+        let answer = driver.wait_answer(&waiter.tasks);
+        let _ = waiter
+            .reply
+            .send(crate::protocol::reply(&waiter.id, answer));
+    }
     let end = Record::End {
         t: driver.now().0,
         interrupted,
     };
     driver.log(end);
+    // Replies still due go out before the connections close (a `close`
+    // that ended the run is answered).
+    driver.watchers.clear();
+    ended_tx.send_replace(true);
+    for connection in connections {
+        let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
+    }
     let mut failures = Vec::new();
+    let program = &*driver.program;
     for instance in &driver.instances {
         let workflow = program.workflow(instance.workflow);
         for task in workflow.task_ids() {
@@ -492,11 +635,17 @@ impl Driver<'_> {
                     &self.instances[i].path,
                     event,
                 );
+                if !self.watchers.is_empty() {
+                    self.broadcast(i, event);
+                }
                 if let Event::Start { task, attempt, .. } = event {
-                    self.start(i, *task, *attempt, placed, dirty);
+                    self.start(i, *task, *attempt, placed, dirty, observer);
                 }
             }
-            if self.instances[i].core.is_done() {
+            if !self.waiters.is_empty() && !events.is_empty() {
+                self.answer_waiters();
+            }
+            if self.instances[i].core.is_done() && !(i == 0 && self.open) {
                 self.close(i, dirty);
             }
             dirty.sort_unstable();
@@ -529,12 +678,13 @@ impl Driver<'_> {
         attempt: u32,
         slices: Vec<Placed>,
         dirty: &mut Vec<usize>,
+        observer: &mut dyn Observer,
     ) {
         let inst = &self.instances[i];
         let workflow = self.program.workflow(inst.workflow);
         let t = workflow.task(task);
         if let Some(child) = t.nested {
-            self.start_nested(i, task, child, &slices, dirty);
+            self.start_nested(i, task, child, &slices, dirty, observer);
             return;
         }
         let request = t.request;
@@ -653,8 +803,15 @@ impl Driver<'_> {
             },
             yield_after_spawn: self.running == 1,
             pmi: workflow.pmi(task),
+            socket: self.socket.clone(),
+            scope: inst.path.clone(),
         };
-        let (stop, done) = (self.instances[i].stop.subscribe(), self.done_tx.clone());
+        let (stop_tx, stop) = watch::channel(Stop::Run);
+        if self.instances[i].stop != Stop::Run {
+            stop_tx.send_replace(self.instances[i].stop);
+        }
+        self.attempts.insert((i as u32, task), stop_tx);
+        let done = self.done_tx.clone();
         let lines = self.line_tx.clone();
         tokio::spawn(async move {
             let finished = exec::run_attempt(launch, stop, lines).await;
@@ -670,6 +827,7 @@ impl Driver<'_> {
         child: WorkflowId,
         slices: &[Placed],
         dirty: &mut Vec<usize>,
+        observer: &mut dyn Observer,
     ) {
         let parent = &self.instances[i];
         let workflow = self.program.workflow(parent.workflow);
@@ -738,12 +896,15 @@ impl Driver<'_> {
             .time_limit
             .map(|s| now.plus_secs(s.get()));
         // Joining a run that is already being stopped: stop at once too.
-        let stop = watch::channel(self.stopping).0;
+        let stop = self.stopping;
         self.instances.push(Instance {
             workflow: child,
             core: core_for(self.opts, level, own, capacity, child_wf, now),
             parent: Some((i, task)),
             stop,
+            capacity,
+            owns_workflow: false,
+            names: None,
             deadline,
             timed_out: false,
             nodes: slices.iter().map(|s| s.node).collect(),
@@ -754,8 +915,10 @@ impl Driver<'_> {
             done: false,
             tails: Vec::new(),
         });
-        self.resume(self.instances.len() - 1);
-        dirty.push(self.instances.len() - 1);
+        let new = self.instances.len() - 1;
+        self.resubmit_into(new, observer);
+        self.resume(new);
+        dirty.push(new);
     }
 
     /// Marks the tasks of a new instance that already succeeded in the run
@@ -820,6 +983,7 @@ impl Driver<'_> {
     fn finished(&mut self, finished: Finished, observer: &mut dyn Observer) {
         self.running -= 1;
         let i = finished.instance as usize;
+        self.attempts.remove(&(finished.instance, finished.task));
         self.joblog_line(&finished);
         let name = self.name(i, finished.task);
         let workflow = self.program.workflow(self.instances[i].workflow);
@@ -864,7 +1028,7 @@ impl Driver<'_> {
     /// up to the first that has not.
     fn show_ended(&mut self, observer: &mut dyn Observer) {
         let root = &self.instances[0];
-        let program = self.program;
+        let program = &*self.program;
         let tasks = program.workflow(root.workflow).tasks.len() as u32;
         let core = &root.core;
         let names = |t| {
@@ -920,6 +1084,7 @@ impl Driver<'_> {
     }
 
     fn interrupt(&mut self, interrupted: &mut bool) {
+        self.open = false;
         if *interrupted {
             self.stop_all(Stop::Kill);
         } else {
@@ -931,8 +1096,30 @@ impl Driver<'_> {
 
     fn stop_all(&mut self, stop: Stop) {
         self.stopping = stop;
-        for instance in &self.instances {
-            instance.stop.send_replace(stop);
+        for instance in &mut self.instances {
+            instance.stop = stop;
+        }
+        for attempt in self.attempts.values() {
+            attempt.send_replace(stop);
+        }
+    }
+
+    /// Stops instance `j` and every instance nested in it: nothing more
+    /// starts there and what runs is cancelled.
+    fn stop_within(&mut self, j: usize) {
+        let now = self.now();
+        for k in 0..self.instances.len() {
+            if self.is_within(k, j) && !self.instances[k].done {
+                if !self.instances[k].core.is_halted() {
+                    self.instances[k].core.halt(now);
+                }
+                self.instances[k].stop = Stop::Cancel;
+                for (&(inst, _), attempt) in &self.attempts {
+                    if inst as usize == k {
+                        attempt.send_replace(Stop::Cancel);
+                    }
+                }
+            }
         }
     }
 
@@ -948,14 +1135,7 @@ impl Driver<'_> {
             .collect();
         for j in expired {
             self.instances[j].timed_out = true;
-            for k in 0..self.instances.len() {
-                if self.is_within(k, j) && !self.instances[k].done {
-                    if !self.instances[k].core.is_halted() {
-                        self.instances[k].core.halt(now);
-                    }
-                    self.instances[k].stop.send_replace(Stop::Cancel);
-                }
-            }
+            self.stop_within(j);
         }
     }
 
@@ -970,5 +1150,438 @@ impl Driver<'_> {
                 None => return false,
             }
         }
+    }
+}
+
+/// The exit status a task's end stands for, as `slurp wait` returns it: the
+/// task's own, 128 + a signal, 124 for a time limit (as `timeout`), 137 for
+/// memory (SIGKILL), 127 for a task that could not start, 1 for one that
+/// never ran (cancelled, skipped).
+pub fn exit_code(state: State, reason: &Reason) -> i32 {
+    match (state, reason) {
+        (State::Succeeded, _) => 0,
+        (_, Reason::Ended(Outcome::Exit(code))) => *code,
+        (_, Reason::Ended(Outcome::Signal(sig))) => 128 + sig,
+        (State::Timeout, _) => 124,
+        (State::OutOfMemory, _) => 137,
+        (_, Reason::Ended(Outcome::SpawnError)) => 127,
+        _ => 1,
+    }
+}
+
+/// The live instance: requests from the socket.
+impl Driver<'_> {
+    fn request(&mut self, incoming: Incoming, dirty: &mut Vec<usize>, observer: &mut dyn Observer) {
+        let Incoming { request, reply } = incoming;
+        let id = request.id;
+        let answer = match request.op {
+            Op::Hello {} => Ok(self.hello()),
+            Op::Submit {
+                text,
+                scope,
+                source,
+                cwd,
+            } => self.submit_request(text, scope, source, cwd, dirty, observer),
+            Op::Wait { tasks } => match self.resolve_all(&tasks) {
+                Err(refusal) => Err(refusal),
+                Ok(tasks) if self.all_final(&tasks) => Ok(self.wait_answer(&tasks)),
+                Ok(tasks) => {
+                    self.waiters.push(Waiter { id, reply, tasks });
+                    return;
+                }
+            },
+            Op::Cancel { tasks } => self.cancel_request(&tasks, dirty),
+            Op::Status { tasks, scope } => self.status(tasks, scope),
+            Op::Watch {} => {
+                self.watchers.push(reply.clone());
+                Ok(json!({ "watching": true }))
+            }
+            Op::Close {} => {
+                self.open = false;
+                dirty.push(0);
+                Ok(json!({ "closed": true }))
+            }
+        };
+        let line = match answer {
+            Ok(fields) => crate::protocol::reply(&id, fields),
+            Err(refusal) => crate::protocol::refuse(&id, &refusal),
+        };
+        let _ = reply.send(line);
+    }
+
+    fn hello(&self) -> Value {
+        let c = self.opts.capacity;
+        json!({
+            "version": crate::protocol::VERSION,
+            "run": self.opts.run_dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "run_dir": self.opts.run_dir,
+            "pid": std::process::id(),
+            "open": self.open,
+            "resources": {
+                "nodes": c.nodes,
+                "cores_per_node": c.cores_per_node,
+                "gpus_per_node": c.gpus_per_node,
+                "mem_per_node": c.mem_per_node,
+            },
+        })
+    }
+
+    /// Whether new tasks may come: not once the run is being stopped, nor
+    /// after the top level closed with everything done.
+    fn taking(&self) -> Result<(), Refusal> {
+        if self.stopping != Stop::Run || self.instances[0].core.is_halted() {
+            return Err(Refusal::new(
+                "closed",
+                "the run is stopping; it takes no more tasks",
+            ));
+        }
+        if self.instances[0].done {
+            return Err(Refusal::new("closed", "the run has ended"));
+        }
+        Ok(())
+    }
+
+    fn submit_request(
+        &mut self,
+        text: String,
+        scope: Option<String>,
+        source: Option<String>,
+        cwd: Option<String>,
+        dirty: &mut Vec<usize>,
+        observer: &mut dyn Observer,
+    ) -> Result<Value, Refusal> {
+        self.taking()?;
+        let scope = scope.unwrap_or_default();
+        let i = self.instance_at(&scope)?;
+        self.submissions += 1;
+        let submission = Submission {
+            text,
+            source: source.unwrap_or_else(|| format!("submitted#{}", self.submissions)),
+            cwd: match cwd {
+                Some(dir) => self.opts.cwd.join(dir),
+                None => self.opts.cwd.clone(),
+            },
+        };
+        let names = self.add_tasks(i, &submission, observer)?;
+        dirty.push(i);
+        Ok(json!({ "tasks": names }))
+    }
+
+    /// The instance at `scope` that takes submissions: the live one of
+    /// that path.
+    fn instance_at(&self, scope: &str) -> Result<usize, Refusal> {
+        let scope = match scope {
+            "" => "",
+            s if s.ends_with('/') => s,
+            s => {
+                return Err(Refusal::new(
+                    "unknown_scope",
+                    format!(
+                        "scope `{s}` is not an instance path: they end with `/` (`sub/`), or are empty for the top level"
+                    ),
+                ));
+            }
+        };
+        let found = (0..self.instances.len())
+            .rev()
+            .find(|&i| self.instances[i].path == scope && !self.instances[i].done);
+        found.ok_or_else(|| {
+            Refusal::new(
+                "unknown_scope",
+                format!(
+                    "no running instance `{scope}`: a nested entry's instance takes tasks while it runs"
+                ),
+            )
+        })
+    }
+
+    /// Lowers a submission into instance `i`'s workflow, journals it and
+    /// hands its tasks to the core; their ids with the instance's path.
+    fn add_tasks(
+        &mut self,
+        i: usize,
+        submission: &Submission,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<String>, Refusal> {
+        let Some(submitter) = self.submitter.as_deref_mut() else {
+            return Err(Refusal::new(
+                "closed",
+                "this run cannot take tasks (it was started without a way to read them)",
+            ));
+        };
+        // A nested workflow may be shared by every entry that names the
+        // file: the first submission gives this instance its own copy.
+        if !self.instances[i].owns_workflow {
+            let copy = self.program.workflow(self.instances[i].workflow).clone();
+            self.program.workflows.push(copy);
+            self.instances[i].workflow = WorkflowId(self.program.workflows.len() as u32 - 1);
+            self.instances[i].owns_workflow = true;
+        }
+        let inst = &self.instances[i];
+        let range = submitter.submit(self.program, inst.workflow, inst.capacity, submission)?;
+        if let Some(journal) = &mut self.journal {
+            journal.name_files(&self.program.files, &submission.source);
+        }
+        let now = self.now();
+        let record = Record::Submit {
+            t: now.0,
+            scope: inst.path.clone(),
+            source: submission.source.clone(),
+            cwd: submission.cwd.display().to_string(),
+            text: submission.text.clone(),
+            tasks: range.len() as u32,
+        };
+        self.log(record);
+        let inst = &mut self.instances[i];
+        let workflow = self.program.workflow(inst.workflow);
+        let mut names = Vec::with_capacity(range.len());
+        for t in range.clone() {
+            let task = workflow.task(TaskId(t));
+            let deps: Vec<TaskId> = workflow.dependencies(TaskId(t)).collect();
+            let job = Job {
+                request: task.request,
+                time_limit: task.time_limit.map(|l| l.get()),
+                retries: task.retries,
+                user: task.template.0,
+            };
+            let id = inst.core.add(now, job, &deps);
+            debug_assert_eq!(id.0, t);
+            let name = workflow.task_name(TaskId(t));
+            if let Some(map) = &mut inst.names {
+                map.insert(name.clone(), t);
+            }
+            names.push(format!("{}{name}", inst.path));
+        }
+        if i == 0 {
+            self.ended.total += range.len() as u64;
+        }
+        observer.submitted(&self.instances[i].path, range.len());
+        Ok(names)
+    }
+
+    /// `slurp resume`: what the resumed run had submitted to the instance
+    /// at `i`'s path, submitted again before its credits are counted.
+    fn resubmit_into(&mut self, i: usize, observer: &mut dyn Observer) {
+        if self.resubmit.is_empty() {
+            return;
+        }
+        let path = self.instances[i].path.clone();
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.resubmit)
+            .into_iter()
+            .partition(|(scope, _)| *scope == path);
+        self.resubmit = rest;
+        for (_, submission) in mine {
+            if let Err(refusal) = self.add_tasks(i, &submission, observer) {
+                eprintln!(
+                    "slurp: tasks submitted to the resumed run ({}) cannot be submitted again: {}",
+                    submission.source, refusal.message
+                );
+                if let Some(diagnostic) = refusal.diagnostic {
+                    eprintln!("{diagnostic}");
+                }
+            }
+        }
+    }
+
+    /// A task by its id (`sim[3]`, `sub/prep`): in the deepest instance
+    /// whose path starts it, the latest such instance first.
+    fn resolve(&mut self, name: &str) -> Option<(usize, TaskId)> {
+        let mut candidates: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| name.starts_with(self.instances[i].path.as_str()))
+            .collect();
+        candidates.sort_by_key(|&i| std::cmp::Reverse((self.instances[i].path.len(), i)));
+        for i in candidates {
+            let inst = &mut self.instances[i];
+            let workflow = self.program.workflow(inst.workflow);
+            let names = inst.names.get_or_insert_with(|| {
+                workflow
+                    .task_ids()
+                    .map(|t| (workflow.task_name(t), t.0))
+                    .collect()
+            });
+            if let Some(&t) = names.get(&name[inst.path.len()..]) {
+                return Some((i, TaskId(t)));
+            }
+        }
+        None
+    }
+
+    fn resolve_all(&mut self, names: &[String]) -> Result<Vec<(usize, TaskId)>, Refusal> {
+        names
+            .iter()
+            .map(|name| {
+                self.resolve(name).ok_or_else(|| {
+                    Refusal::new("unknown_task", format!("no task `{name}` in this run"))
+                })
+            })
+            .collect()
+    }
+
+    fn all_final(&self, tasks: &[(usize, TaskId)]) -> bool {
+        tasks
+            .iter()
+            .all(|&(i, t)| self.instances[i].core.state(t).is_final())
+    }
+
+    fn task_json(&self, i: usize, t: TaskId) -> Value {
+        let core = &self.instances[i].core;
+        let state = core.state(t);
+        let mut v = json!({
+            "task": self.name(i, t),
+            "state": state,
+            "attempts": core.attempts(t),
+        });
+        if state.is_final() {
+            v["exit"] = json!(exit_code(state, &core.reason(t)));
+        }
+        v
+    }
+
+    /// A `wait`'s answer: each task as it ended, and the exit status of
+    /// the first that did not succeed (0 if all did).
+    fn wait_answer(&self, tasks: &[(usize, TaskId)]) -> Value {
+        let exit = tasks
+            .iter()
+            .map(|&(i, t)| {
+                let core = &self.instances[i].core;
+                exit_code(core.state(t), &core.reason(t))
+            })
+            .find(|&code| code != 0)
+            .unwrap_or(0);
+        let list: Vec<Value> = tasks.iter().map(|&(i, t)| self.task_json(i, t)).collect();
+        json!({ "tasks": list, "exit": exit })
+    }
+
+    fn answer_waiters(&mut self) {
+        let mut k = 0;
+        while k < self.waiters.len() {
+            if self.all_final(&self.waiters[k].tasks) {
+                let waiter = self.waiters.swap_remove(k);
+                let answer = self.wait_answer(&waiter.tasks);
+                let _ = waiter
+                    .reply
+                    .send(crate::protocol::reply(&waiter.id, answer));
+            } else if self.waiters[k].reply.is_closed() {
+                self.waiters.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    fn broadcast(&mut self, i: usize, event: &Event) {
+        let line = match event {
+            Event::Transition {
+                time,
+                task,
+                to,
+                reason,
+            } => {
+                let mut v = json!({
+                    "event": "state",
+                    "t": time.0,
+                    "task": self.name(i, *task),
+                    "state": to,
+                });
+                if to.is_final() {
+                    v["exit"] = json!(exit_code(*to, reason));
+                }
+                v
+            }
+            Event::Start {
+                time,
+                task,
+                attempt,
+                ..
+            } => json!({
+                "event": "start",
+                "t": time.0,
+                "task": self.name(i, *task),
+                "attempt": attempt,
+            }),
+        };
+        let mut line = line.to_string();
+        line.push('\n');
+        self.watchers.retain(|w| w.send(line.clone()).is_ok());
+    }
+
+    fn cancel_request(
+        &mut self,
+        names: &[String],
+        dirty: &mut Vec<usize>,
+    ) -> Result<Value, Refusal> {
+        let tasks = self.resolve_all(names)?;
+        let now = self.now();
+        let mut answer = Vec::new();
+        for (i, t) in tasks {
+            let state = self.instances[i].core.state(t);
+            let what = match state {
+                State::Pending | State::Runnable => {
+                    self.instances[i].core.cancel(now, t);
+                    "cancelled"
+                }
+                State::Running => {
+                    let nested = self
+                        .program
+                        .workflow(self.instances[i].workflow)
+                        .task(t)
+                        .nested;
+                    match nested {
+                        Some(_) => {
+                            if let Some(j) = (0..self.instances.len()).rev().find(|&j| {
+                                self.instances[j].parent == Some((i, t)) && !self.instances[j].done
+                            }) {
+                                self.stop_within(j);
+                                dirty.push(j);
+                            }
+                        }
+                        None => {
+                            if let Some(stop) = self.attempts.get(&(i as u32, t)) {
+                                stop.send_replace(Stop::Cancel);
+                            }
+                        }
+                    }
+                    "stopping"
+                }
+                _ => "ended",
+            };
+            answer.push(json!({ "task": self.name(i, t), "was": state, "now": what }));
+            dirty.push(i);
+        }
+        Ok(json!({ "tasks": answer }))
+    }
+
+    fn status(
+        &mut self,
+        tasks: Option<Vec<String>>,
+        scope: Option<String>,
+    ) -> Result<Value, Refusal> {
+        let list: Vec<(usize, TaskId)> = match tasks {
+            Some(names) => self.resolve_all(&names)?,
+            None => {
+                let scope = scope.unwrap_or_default();
+                let i = (0..self.instances.len())
+                    .rev()
+                    .find(|&i| self.instances[i].path == scope)
+                    .ok_or_else(|| {
+                        Refusal::new(
+                            "unknown_scope",
+                            format!("no instance `{scope}` in this run"),
+                        )
+                    })?;
+                self.program
+                    .workflow(self.instances[i].workflow)
+                    .task_ids()
+                    .map(|t| (i, t))
+                    .collect()
+            }
+        };
+        let counts = self.instances[0].core.counts();
+        let by_state: serde_json::Map<String, Value> = State::ALL
+            .iter()
+            .map(|s| (s.name().to_owned(), json!(counts[*s as usize])))
+            .collect();
+        let tasks: Vec<Value> = list.iter().map(|&(i, t)| self.task_json(i, t)).collect();
+        Ok(json!({ "open": self.open, "counts": by_state, "tasks": tasks }))
     }
 }

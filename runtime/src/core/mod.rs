@@ -158,6 +158,8 @@ pub enum Reason {
     Dependency(TaskId),
     /// The run was interrupted or halted after a failure.
     Halted,
+    /// Cancelled on request (`slurp cancel RUN TASK`) before it started.
+    Cancelled,
     /// It succeeded in the run this one resumes.
     Resumed,
 }
@@ -256,6 +258,9 @@ pub struct Core {
     /// Dependents of each task (CSR: `dependents[offsets[t]..offsets[t+1]]`).
     offsets: Vec<u32>,
     dependents: Vec<u32>,
+    /// Dependents added after the core was made ([`Core::add`]): tasks
+    /// submitted to a live instance that wait for tasks it already had.
+    late: std::collections::HashMap<u32, Vec<u32>>,
     /// Runnable tasks in policy order.
     queue: BTreeSet<(u64, u32)>,
     /// The same tasks by size class, each class by time limit and by queue
@@ -330,6 +335,7 @@ impl Core {
                 .collect(),
             offsets,
             dependents,
+            late: Default::default(),
             queue: BTreeSet::new(),
             classes: Classes::new(),
             running: BTreeSet::new(),
@@ -508,6 +514,75 @@ impl Core {
         self.counts[State::Pending as usize] += 1;
         self.make_runnable(now, t);
         TaskId(t)
+    }
+
+    /// Adds a task that arrives now (submitted to a live instance), after
+    /// `dependencies`, which may be tasks of any state: one that succeeded
+    /// is met, one that ended otherwise skips the new task at once, and the
+    /// others are waited for.
+    pub fn add(&mut self, now: Time, job: Job, dependencies: &[TaskId]) -> TaskId {
+        let t = self.slots.len() as u32;
+        self.cores.push(core_count(&job.request));
+        self.slots.push(Slot {
+            job,
+            state: State::Pending,
+            deps_left: 0,
+            attempts: 0,
+            reason: Reason::Waiting,
+            running: None,
+            ready: now,
+            key: 0,
+        });
+        self.offsets.push(self.dependents.len() as u32);
+        self.counts[State::Pending as usize] += 1;
+        let mut failed = None;
+        let mut left = 0;
+        for &dep in dependencies {
+            match self.slots[dep.0 as usize].state {
+                State::Succeeded => {}
+                state if state.is_final() => failed = failed.or(Some(dep)),
+                _ => {
+                    left += 1;
+                    self.late.entry(dep.0).or_default().push(t);
+                }
+            }
+        }
+        self.slots[t as usize].deps_left = left;
+        if let Some(dep) = failed {
+            self.set_state(now, t, State::Skipped, Reason::Dependency(dep));
+        } else if left == 0 && !self.halted {
+            self.make_runnable(now, t);
+        } else if self.halted {
+            self.set_state(now, t, State::Cancelled, Reason::Halted);
+        } else {
+            self.outbox.push(Event::Transition {
+                time: now,
+                task: TaskId(t),
+                to: State::Pending,
+                reason: Reason::Waiting,
+            });
+        }
+        TaskId(t)
+    }
+
+    /// Cancels a task that has not started: it ends `cancelled` and what
+    /// waits for it is skipped. A running task is the driver's to stop (its
+    /// attempt then ends [`Outcome::Cancelled`]); a task that ended stays
+    /// as it ended. Returns whether the task was cancelled here.
+    pub fn cancel(&mut self, now: Time, task: TaskId) -> bool {
+        let t = task.0;
+        match self.slots[t as usize].state {
+            State::Pending | State::Runnable => {
+                self.dequeue(now, t);
+                if self.chosen.is_some_and(|(c, _)| c == t) {
+                    self.chosen = None;
+                }
+                self.set_state(now, t, State::Cancelled, Reason::Cancelled);
+                self.skip_dependents(now, t);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Starts what the policy says can start now.
@@ -700,8 +775,13 @@ impl Core {
     /// `t` succeeded: its dependents wait for one dependency less, and
     /// those that waited only for it become runnable.
     fn release_dependents(&mut self, now: Time, t: u32) {
-        for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
-            let d = self.dependents[i as usize];
+        let late = self.late.remove(&t).unwrap_or_default();
+        let fixed = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
+        for d in fixed
+            .map(|i| (None, i))
+            .chain(late.into_iter().map(|d| (Some(d), 0)))
+        {
+            let d = d.0.unwrap_or_else(|| self.dependents[d.1]);
             let slot = &mut self.slots[d as usize];
             slot.deps_left -= 1;
             if slot.deps_left == 0 && slot.state == State::Pending {
@@ -714,8 +794,13 @@ impl Core {
     fn skip_dependents(&mut self, now: Time, failed: u32) {
         let mut stack = vec![failed];
         while let Some(t) = stack.pop() {
-            for i in self.offsets[t as usize]..self.offsets[t as usize + 1] {
-                let d = self.dependents[i as usize];
+            let late = self.late.remove(&t).unwrap_or_default();
+            let fixed = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
+            for d in fixed
+                .map(|i| (None, i))
+                .chain(late.into_iter().map(|d| (Some(d), 0)))
+            {
+                let d = d.0.unwrap_or_else(|| self.dependents[d.1]);
                 if self.slots[d as usize].state == State::Pending {
                     self.set_state(now, d, State::Skipped, Reason::Dependency(TaskId(t)));
                     stack.push(d);

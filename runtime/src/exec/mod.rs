@@ -98,6 +98,11 @@ pub struct Launch {
     /// Serve PMI-1 to the ranks ([`pmi`]); a rank that fails then stops
     /// its siblings.
     pub pmi: bool,
+    /// The socket of the live instance the task runs in (`SLURP_SOCKET`)
+    /// and that instance's path (`SLURP_SCOPE`): where `slurp submit`
+    /// inside the task sends its tasks.
+    pub socket: Option<std::sync::Arc<Path>>,
+    pub scope: String,
 }
 
 /// What the driver asks of running tasks.
@@ -501,6 +506,10 @@ fn spawn_ranks(
     let cwd = cstring(&launch.cwd, "the working directory")?;
     // The environment: inherited, then the task's own, then slurp's.
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    if launch.socket.is_none() {
+        // An outer slurp's socket is not this task's instance.
+        env.retain(|(k, _)| k != "SLURP_SOCKET" && k != "SLURP_SCOPE");
+    }
     let mut set = |key: &str, value: &OsStr| {
         env.retain(|(k, _)| k != key);
         env.push((key.into(), value.into()));
@@ -516,6 +525,10 @@ fn spawn_ranks(
     // A slurp started inside stops its own tasks within this grace.
     let grace = launch.grace.as_millis().to_string();
     set("SLURP_GRACE_MS", OsStr::new(&grace));
+    if let Some(socket) = &launch.socket {
+        set("SLURP_SOCKET", socket.as_os_str());
+        set("SLURP_SCOPE", OsStr::new(&launch.scope));
+    }
     if launch.mem > 0 {
         set("SLURP_MEM", OsStr::new(&launch.mem.to_string()));
     }
