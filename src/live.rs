@@ -26,6 +26,7 @@ impl Submit for Submitter {
         &mut self,
         program: &mut Program,
         workflow: WorkflowId,
+        scope: &str,
         capacity: Capacity,
         submission: &Submission,
     ) -> Result<std::ops::Range<u32>, Refusal> {
@@ -33,10 +34,14 @@ impl Submit for Submitter {
             cwd: submission.cwd.clone(),
             ..self.opts.clone()
         };
+        let to = slurp_interpreter::Instance {
+            workflow,
+            scope,
+            capacity,
+        };
         slurp_interpreter::submit(
             program,
-            workflow,
-            capacity,
+            to,
             &submission.text,
             &submission.source,
             &opts,
@@ -151,7 +156,9 @@ impl Client {
         request["id"] = json!(id);
         let mut line = request.to_string();
         line.push('\n');
-        self.writer.write_all(line.as_bytes())?;
+        if let Err(e) = self.writer.write_all(line.as_bytes()) {
+            return if closed(&e) { Ok(None) } else { Err(e) };
+        }
         loop {
             let Some(message) = self.read()? else {
                 return Ok(None);
@@ -167,13 +174,24 @@ impl Client {
     /// The next message, `None` at the end of the connection.
     pub fn read(&mut self) -> io::Result<Option<Value>> {
         let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Ok(None);
+        match self.reader.read_line(&mut line) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if closed(&e) => return Ok(None),
+            Err(e) => return Err(e),
         }
         serde_json::from_str(&line)
             .map(Some)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad reply: {e}")))
     }
+}
+
+/// The instance hung up (ended, or refused this user).
+fn closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+    )
 }
 
 /// An error reply, told as the CLI tells errors: its diagnostic whole (as a
@@ -193,7 +211,9 @@ fn refused(reply: &Value) -> ExitCode {
 }
 
 fn ended() -> ExitCode {
-    eprintln!("error: the run ended before it answered");
+    eprintln!(
+        "error: the instance closed the connection without an answer: its run ended, or it takes no requests from this user"
+    );
     ExitCode::from(2)
 }
 

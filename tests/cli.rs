@@ -12,8 +12,13 @@ fn help(args: &[&str]) -> String {
 }
 
 /// Every subcommand, as `slurp` spells it.
-const SUBCOMMANDS: [&[&str]; 19] = [
+const SUBCOMMANDS: [&[&str]; 24] = [
     &["run"],
+    &["start"],
+    &["submit"],
+    &["wait"],
+    &["watch"],
+    &["close"],
     &["check"],
     &["jobspec"],
     &["resume"],
@@ -49,7 +54,7 @@ fn each_subcommands_help_is_its_own() {
 #[test]
 fn instance_and_launch_options_appear_only_where_they_mean_something() {
     // Where a workflow is run, checked, lowered or the instance shown.
-    let own = ["run", "check", "jobspec", "resources"];
+    let own = ["run", "start", "check", "jobspec", "resources"];
     for args in SUBCOMMANDS.iter().filter(|a| !a.is_empty()) {
         let text = help(args);
         for option in ["--cores", "--backend", "--srun", "--max-tasks"] {

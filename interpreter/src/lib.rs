@@ -193,18 +193,28 @@ fn check_capacity(
     }
 }
 
+/// Where submitted tasks go: the workflow of the live instance at `scope`
+/// (`""` for the top level, `sub/` for a nested entry's), which owns
+/// `capacity`.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    pub workflow: WorkflowId,
+    pub scope: &'a str,
+    pub capacity: Capacity,
+}
+
 /// Lowers `text`, tasks submitted to a live instance (`slurp submit`), into
-/// `workflow` of a running `program`, after the tasks it has: the same
+/// the instance's workflow in a running `program`, after the tasks it has: the same
 /// language, checks and diagnostics as a file (`source` names the text in
 /// them; a name ending `.toml` reads it as a TOML spec), its `after=` free
 /// to name the workflow's tasks, each task checked against `capacity` (the
-/// instance's, or its nested entry's slice). Tasks run in `opts.cwd` (the
+/// instance's, or for the nested instance at `scope` (`sub/`) its entry's
+/// slice). Tasks run in `opts.cwd` (the
 /// submitter's directory) unless they say otherwise; relative paths in the
 /// text start there too. On any mistake nothing is added.
 pub fn submit(
     program: &mut Program,
-    workflow: WorkflowId,
-    capacity: Capacity,
+    to: Instance<'_>,
     text: &str,
     source: &str,
     opts: &Options,
@@ -212,6 +222,11 @@ pub fn submit(
 ) -> Result<std::ops::Range<u32>, Failure> {
     let path = load::normalize(&opts.cwd.join(source));
     let file = sources.add(path, source.to_owned(), text.into());
+    let Instance {
+        workflow,
+        scope,
+        capacity,
+    } = to;
     let mut lowerer = lower::Lowerer::new(sources, opts);
     lowerer.program = std::mem::take(program);
     let range = lowerer.extend_workflow(workflow, file);
@@ -220,12 +235,14 @@ pub fn submit(
     drop(lowerer);
     if let Some(range) = &range {
         let mut seen = HashSet::new();
+        // A nested instance is its entry's slice.
+        let inside = scope.strip_suffix('/');
         check_capacity(
             program,
             workflow,
             range.clone(),
             capacity,
-            None,
+            inside,
             &mut seen,
             &mut diags,
         );

@@ -45,6 +45,11 @@ pub const SUBCOMMANDS: &[&str] = &[
     "completions",
     "man",
     "help",
+    "start",
+    "submit",
+    "wait",
+    "watch",
+    "close",
 ];
 
 /// Nested workflows deeper than this are refused (the static recursion

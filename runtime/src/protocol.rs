@@ -108,16 +108,16 @@ pub fn parse(line: &[u8]) -> Result<Request, (Value, Refusal)> {
         ));
     };
     let id = object.remove("id").unwrap_or(Value::Null);
-    if let Some(v) = object.remove("v") {
-        if v.as_u64() != Some(u64::from(VERSION)) {
-            return Err((
-                id,
-                Refusal::new(
-                    "bad_version",
-                    format!("protocol version {v} is not spoken here; this slurp speaks {VERSION}"),
-                ),
-            ));
-        }
+    if let Some(v) = object.remove("v")
+        && v.as_u64() != Some(u64::from(VERSION))
+    {
+        return Err((
+            id,
+            Refusal::new(
+                "bad_version",
+                format!("protocol version {v} is not spoken here; this slurp speaks {VERSION}"),
+            ),
+        ));
     }
     let op_name = match object.get("op") {
         Some(Value::String(op)) => op.clone(),

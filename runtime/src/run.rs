@@ -110,12 +110,14 @@ pub struct Submission {
 pub trait Submit {
     /// Appends the tasks of `submission` to `workflow` (templates, tasks
     /// and their dependency edges, on tasks already there or new ones),
-    /// each checked to fit `capacity`; returns the new tasks' ids. On a
-    /// mistake nothing is added and the refusal carries the diagnostics.
+    /// each checked to fit `capacity` (the instance at `scope`'s); returns
+    /// the new tasks' ids. On a mistake nothing is added and the refusal
+    /// carries the diagnostics.
     fn submit(
         &mut self,
         program: &mut Program,
         workflow: WorkflowId,
+        scope: &str,
         capacity: Capacity,
         submission: &Submission,
     ) -> Result<std::ops::Range<u32>, Refusal>;
@@ -1318,7 +1320,13 @@ impl Driver<'_> {
             self.instances[i].owns_workflow = true;
         }
         let inst = &self.instances[i];
-        let range = submitter.submit(self.program, inst.workflow, inst.capacity, submission)?;
+        let range = submitter.submit(
+            self.program,
+            inst.workflow,
+            &inst.path,
+            inst.capacity,
+            submission,
+        )?;
         if let Some(journal) = &mut self.journal {
             journal.name_files(&self.program.files, &submission.source);
         }
