@@ -6,7 +6,8 @@
 # (tests/mpi.rs), and a one-node Slurm on localhost for the Slurm tests
 # (tests/slurm.rs; scripts/local-slurm.sh), and NumPy for the check of the
 # learned policy's observation against an independent computation
-# (fair/tests/observe_v2.rs). Quick when all is there already.
+# (fair/tests/observe_v2.rs), and pytest for the Python client
+# (tests/python.rs). Quick when all is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,11 @@ fi
 if ! python3 -c 'import numpy' 2>/dev/null; then
     echo "test-deps: installing numpy (PyPI)" >&2
     python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
+fi
+# pytest, for the Python client's tests (python/tests, run by tests/python.rs).
+if ! python3 -c 'import pytest' 2>/dev/null; then
+    echo "test-deps: installing pytest (PyPI)" >&2
+    python3 -m pip install -q pytest || python3 -m pip install -q --break-system-packages pytest
 fi
 
 scripts/local-slurm.sh start
