@@ -236,6 +236,11 @@ enum Command {
         /// empty for the top level; default: the task's own (`SLURP_SCOPE`)
         #[arg(long, value_name = "PATH")]
         scope: Option<String>,
+        /// The arguments hold Flux jobspecs (RFC 25, version 1), one JSON
+        /// object per line, as `slurp jobspec` prints them: each becomes
+        /// the task line it means
+        #[arg(long)]
+        jobspec: bool,
         /// Files of tasks, or task lines
         #[arg(required = true, value_name = "TASKS")]
         tasks: Vec<String>,
@@ -660,9 +665,12 @@ pub fn run() -> ExitCode {
         }
         Some(Command::Cancel { run, .. }) => crate::console::cancel(run.as_deref()),
         Some(Command::Start { foreground, run }) => start(foreground, run),
-        Some(Command::Submit { run, scope, tasks }) => {
-            crate::live::submit(run.as_deref(), scope.as_deref(), &tasks)
-        }
+        Some(Command::Submit {
+            run,
+            scope,
+            jobspec,
+            tasks,
+        }) => crate::live::submit(run.as_deref(), scope.as_deref(), jobspec, &tasks),
         Some(Command::Wait { run, tasks }) => crate::live::wait(run.as_deref(), &tasks),
         Some(Command::Watch { run }) => crate::live::watch(run.as_deref()),
         Some(Command::Close { run, wait }) => crate::live::close(run.as_deref(), wait),

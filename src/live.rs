@@ -53,6 +53,11 @@ impl Submit for Submitter {
             diagnostic: Some(crate::cli::render(&failure, false)),
         })
     }
+
+    fn jobspec_line(&mut self, jobspec: &Value, name: &str) -> Result<String, Refusal> {
+        slurp_interpreter::from_jobspec::task_line(jobspec, name)
+            .map_err(|why| Refusal::new("bad_jobspec", format!("jobspec: {why}")))
+    }
 }
 
 /// One connection to a live instance.
@@ -217,10 +222,16 @@ fn ended() -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `slurp submit [--run RUN] [--scope S] TASKS...`: each argument is a
-/// file of tasks (`-`: standard input) or, when no such file exists, task
-/// lines themselves; prints the new tasks' ids.
-pub fn submit(run: Option<&str>, scope: Option<&str>, items: &[String]) -> io::Result<ExitCode> {
+/// `slurp submit [--run RUN] [--scope S] [--jobspec] TASKS...`: each
+/// argument is a file of tasks (`-`: standard input) or, when no such file
+/// exists, task lines themselves (with `--jobspec`, jobspecs as JSON
+/// lines); prints the new tasks' ids.
+pub fn submit(
+    run: Option<&str>,
+    scope: Option<&str>,
+    jobspecs: bool,
+    items: &[String],
+) -> io::Result<ExitCode> {
     let mut client = match Client::connect(run) {
         Ok(client) => client,
         Err(unreachable) => return Ok(unreachable.exit()),
@@ -241,18 +252,45 @@ pub fn submit(run: Option<&str>, scope: Option<&str>, items: &[String]) -> io::R
         } else {
             (item.clone(), None)
         };
-        let mut request = json!({ "op": "submit", "text": text, "scope": scope, "cwd": cwd });
-        if let Some(source) = source {
-            request["source"] = json!(source);
+        let base = json!({ "op": "submit", "scope": scope, "cwd": cwd });
+        let mut requests = Vec::new();
+        if jobspecs {
+            // JSON lines, as `slurp jobspec` prints them.
+            for (n, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let jobspec: Value = match serde_json::from_str(line) {
+                    Ok(jobspec) => jobspec,
+                    Err(e) => {
+                        let what = source.as_deref().unwrap_or("the jobspecs");
+                        eprintln!("error: {what}:{}: not a JSON jobspec: {e}", n + 1);
+                        return Ok(ExitCode::from(2));
+                    }
+                };
+                let mut request = base.clone();
+                request["jobspec"] = jobspec;
+                requests.push(request);
+            }
+        } else {
+            let mut request = base;
+            request["text"] = json!(text);
+            if let Some(source) = &source {
+                request["source"] = json!(source);
+            }
+            requests.push(request);
         }
-        let Some(reply) = client.call(request)? else {
-            return Ok(ended());
-        };
-        if reply["ok"] != json!(true) {
-            return Ok(refused(&reply));
-        }
-        for task in reply["tasks"].as_array().into_iter().flatten() {
-            writeln!(out, "{}", task.as_str().unwrap_or_default())?;
+        for request in requests {
+            let Some(reply) = client.call(request)? else {
+                return Ok(ended());
+            };
+            if reply["ok"] != json!(true) {
+                return Ok(refused(&reply));
+            }
+            for task in reply["tasks"].as_array().into_iter().flatten() {
+                writeln!(out, "{}", task.as_str().unwrap_or_default())?;
+            }
         }
     }
     out.flush()?;

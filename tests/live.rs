@@ -570,3 +570,38 @@ fn ten_thousand_bad_requests_each_get_a_reply_and_the_instance_goes_on() {
     );
     assert!(!instance.run_dir().join("socket").exists());
 }
+
+#[test]
+fn jobspecs_submit_as_the_task_lines_they_mean() {
+    let instance = Instance::start(&["--cores", "2"]);
+    std::fs::write(
+        instance.path().join("f.slurp"),
+        "task prep: sh -c 'sleep 0.2; echo prep >> order'\ntask sim[i=1..2] cores=2 after=prep: sh -c 'echo sim{i} >> order'\n",
+    )
+    .unwrap();
+    let jobspecs = instance.slurp(&["jobspec", "f.slurp"]).success().stdout;
+    std::fs::write(instance.path().join("f.jsonl"), &jobspecs).unwrap();
+    let ids = instance
+        .slurp(&["submit", "--jobspec", "f.jsonl"])
+        .success()
+        .stdout;
+    // `sim[1]` is no task line's name: those get the instance's own.
+    assert_eq!(ids.lines().count(), 3);
+    assert_eq!(ids.lines().next(), Some("prep"));
+    instance.slurp(&["close", "--wait"]).success();
+    let order = std::fs::read_to_string(instance.path().join("order")).unwrap();
+    assert_eq!(order.lines().next(), Some("prep"), "{order}");
+    assert_eq!(order.lines().count(), 3);
+}
+
+#[test]
+fn a_jobspec_slurp_cannot_carry_is_refused() {
+    let instance = Instance::start(&["--cores", "1"]);
+    let spec = r#"{"version":1,"resources":[{"type":"slot","count":1,"with":[{"type":"core","count":1},{"type":"memory","count":2}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}]}"#;
+    std::fs::write(instance.path().join("bad.jsonl"), spec).unwrap();
+    instance
+        .slurp(&["submit", "--jobspec", "bad.jsonl"])
+        .invalid()
+        .stderr_has(&["jobspec:", "`memory`"]);
+    instance.slurp(&["close", "--wait"]);
+}

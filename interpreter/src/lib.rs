@@ -14,6 +14,7 @@
 
 mod attrs;
 mod dag;
+pub mod from_jobspec;
 pub mod launchers;
 mod load;
 mod lower;

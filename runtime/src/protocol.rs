@@ -30,12 +30,16 @@ pub enum Op {
     /// Who the instance is: version, run, resources, whether it is open.
     Hello {},
     /// Adds the tasks of `text` (lines of the slurp language; a whole file
-    /// is fine) to the instance at `scope` (`""`, the top level, by
-    /// default; `sub/` for nested entry `sub`'s). `source` names the text
-    /// in diagnostics; `cwd` is where its tasks run and relative paths in
-    /// it start (the instance's directory by default).
+    /// is fine) — or the one task of `jobspec` (Flux RFC 25, version 1) —
+    /// to the instance at `scope` (`""`, the top level, by default; `sub/`
+    /// for nested entry `sub`'s). `source` names the text in diagnostics;
+    /// `cwd` is where its tasks run and relative paths in it start (the
+    /// instance's directory by default).
     Submit {
-        text: String,
+        #[serde(default)]
+        text: Option<String>,
+        #[serde(default)]
+        jobspec: Option<Value>,
         #[serde(default)]
         scope: Option<String>,
         #[serde(default)]
@@ -185,7 +189,8 @@ mod tests {
         assert_eq!(
             r.op,
             Op::Submit {
-                text: "true".into(),
+                text: Some("true".into()),
+                jobspec: None,
                 scope: None,
                 source: None,
                 cwd: None

@@ -121,6 +121,10 @@ pub trait Submit {
         capacity: Capacity,
         submission: &Submission,
     ) -> Result<std::ops::Range<u32>, Refusal>;
+
+    /// The task line a jobspec (Flux RFC 25, version 1) stands for, named
+    /// `name` unless it names itself.
+    fn jobspec_line(&mut self, jobspec: &Value, name: &str) -> Result<String, Refusal>;
 }
 
 /// A nested entry's own policy: an order and backfilling, and a learned
@@ -1180,10 +1184,14 @@ impl Driver<'_> {
             Op::Hello {} => Ok(self.hello()),
             Op::Submit {
                 text,
+                jobspec,
                 scope,
                 source,
                 cwd,
-            } => self.submit_request(text, scope, source, cwd, dirty, observer),
+            } => match self.submission_text(text, jobspec) {
+                Ok(text) => self.submit_request(text, scope, source, cwd, dirty, observer),
+                Err(refusal) => Err(refusal),
+            },
             Op::Wait { tasks } => match self.resolve_all(&tasks) {
                 Err(refusal) => Err(refusal),
                 Ok(tasks) if self.all_final(&tasks) => Ok(self.wait_answer(&tasks)),
@@ -1241,6 +1249,28 @@ impl Driver<'_> {
             return Err(Refusal::new("closed", "the run has ended"));
         }
         Ok(())
+    }
+
+    /// The text of a submission: given, or made from its jobspec.
+    fn submission_text(
+        &mut self,
+        text: Option<String>,
+        jobspec: Option<Value>,
+    ) -> Result<String, Refusal> {
+        match (text, jobspec) {
+            (Some(text), None) => Ok(text),
+            (None, Some(jobspec)) => {
+                let Some(submitter) = self.submitter.as_deref_mut() else {
+                    return Err(Refusal::new("closed", "this run cannot take tasks"));
+                };
+                let name = format!("job{}", self.submissions + 1);
+                submitter.jobspec_line(&jobspec, &name)
+            }
+            _ => Err(Refusal::new(
+                "bad_request",
+                "`submit` takes one of `text` (task lines) and `jobspec`",
+            )),
+        }
     }
 
     fn submit_request(
