@@ -33,6 +33,8 @@ Examples:
   slurp -j4 gzip -9 {} ::: *.csv     run a command once per value, as GNU parallel does
   find . -name '*.csv' | slurp gzip  … once per line of standard input
   slurp status; slurp report         what happened, as a table; as an HTML page (report.html)
+  slurp start; slurp submit 'task a: ./sim 1'; slurp wait a; slurp close
+                                     an open instance that takes tasks while it runs
   slurp check tasks.slurp            check a file and summarise what it asks for
   slurp check --cores 64 big.slurp   check it against a 64-core machine
   slurp jobspec tasks.slurp          print each task as a Flux jobspec (JSON lines)
@@ -1725,7 +1727,7 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     // this process, to be ended with the run.
     slurp_runtime::exec::strays::adopt_orphans();
     let mut submitter = crate::live::Submitter {
-        sources: std::mem::take(&mut loaded.sources),
+        live: slurp_interpreter::Live::new(std::mem::take(&mut loaded.sources)),
         opts: opts.clone(),
     };
     let report = runtime.block_on(slurp_runtime::run::run(
@@ -1735,7 +1737,7 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         journal,
         Some(&mut submitter),
     ));
-    loaded.sources = submitter.sources;
+    loaded.sources = submitter.live.sources;
     console.finish();
     let strays = slurp_runtime::exec::strays::end_strays(
         options.grace.min(std::time::Duration::from_secs(1)),

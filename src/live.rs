@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use slurp_interpreter::{Options, Sources};
+use slurp_interpreter::Options;
 use slurp_runtime::protocol::Refusal;
 use slurp_runtime::run::{Submission, Submit};
 use slurp_runtime::{Capacity, Program, WorkflowId};
@@ -17,7 +17,7 @@ use slurp_runtime::{Capacity, Program, WorkflowId};
 /// Lowers submissions with the interpreter, as a file's lines would be.
 #[derive(Debug)]
 pub struct Submitter {
-    pub sources: Sources,
+    pub live: slurp_interpreter::Live,
     pub opts: Options,
 }
 
@@ -39,19 +39,13 @@ impl Submit for Submitter {
             scope,
             capacity,
         };
-        slurp_interpreter::submit(
-            program,
-            to,
-            &submission.text,
-            &submission.source,
-            &opts,
-            &mut self.sources,
-        )
-        .map_err(|failure| Refusal {
-            code: "invalid_workflow",
-            message: failure.to_string(),
-            diagnostic: Some(crate::cli::render(&failure, false)),
-        })
+        self.live
+            .submit(program, to, &submission.text, &submission.source, &opts)
+            .map_err(|failure| Refusal {
+                code: "invalid_workflow",
+                message: failure.to_string(),
+                diagnostic: Some(crate::cli::render(&failure, false)),
+            })
     }
 
     fn jobspec_line(&mut self, jobspec: &Value, name: &str) -> Result<String, Refusal> {

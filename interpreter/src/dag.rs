@@ -12,7 +12,7 @@ use std::collections::{HashMap, VecDeque};
 
 use petgraph::graph::NodeIndex;
 use slurp_grammar::{Diagnostic, Span};
-use slurp_runtime::{FileId, LineKind, TaskId, Template, TemplateId, Text, Workflow};
+use slurp_runtime::{FileId, TaskId, Template, TemplateId, Text, Workflow};
 
 use crate::attrs;
 use crate::lower::tasks_of;
@@ -68,30 +68,62 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
     diags.extend(errors);
 }
 
-/// Adds the graph of tasks appended to a workflow whose first `old`
-/// templates (and their tasks) it already has: `specs` are the new
+/// Adds the graph of tasks appended to a workflow that already has tasks,
+/// whose referable templates are `old` by name: `specs` are the new
 /// templates', whose `after=` may name the old tasks as well as each
 /// other. A new name may not be an old one. Nothing is added on a mistake.
 pub(crate) fn extend(
     workflow: &mut Workflow,
-    old: usize,
+    old: &HashMap<Box<str>, TemplateId>,
     specs: Vec<DepSpec>,
     diags: &mut Vec<Located>,
 ) {
-    // The old tasks that can be named, as specs without `after=`.
-    let mut all: Vec<DepSpec> = workflow.templates[..old]
+    // The old tasks the new ones name (or would name again), as specs
+    // without `after=`: found by name, not by walking every old template,
+    // so a thousand submissions cost no more each than the first.
+    let mut wanted: Vec<&str> = Vec::new();
+    for spec in &specs {
+        if let Some(name) = workflow.template(spec.template).name.as_deref() {
+            wanted.push(name);
+        }
+        if let Some(after) = &spec.after {
+            let mut depth = 0i32;
+            let mut start = 0;
+            for (i, c) in after
+                .text
+                .char_indices()
+                .chain(std::iter::once((after.text.len(), ',')))
+            {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let item = &after.text[start..i];
+                        wanted.push(item.split('[').next().unwrap_or(item));
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut all: Vec<DepSpec> = wanted
         .iter()
-        .enumerate()
-        .filter(|(_, t)| matches!(t.kind, LineKind::Task | LineKind::Toml))
-        .map(|(i, t)| DepSpec {
-            template: TemplateId(i as u32),
-            file: t.source.file,
-            name_span: Span {
-                start: t.source.start,
-                end: t.source.end,
-            },
-            named: true,
-            after: None,
+        .filter_map(|name| old.get(*name))
+        .map(|&id| {
+            let t = workflow.template(id);
+            DepSpec {
+                template: id,
+                file: t.source.file,
+                name_span: Span {
+                    start: t.source.start,
+                    end: t.source.end,
+                },
+                named: true,
+                after: None,
+            }
         })
         .collect();
     all.extend(specs);

@@ -7,6 +7,9 @@
 //! workflows, their slice) can ever have. TOML specs enter through
 //! [`toml_spec`] and share everything after it; a GNU parallel command
 //! line enters through [`parallel`], which builds its one template itself.
+//! Tasks submitted to a live instance are lowered by [`Live::submit`] into
+//! the running workflow, after its tasks (a jobspec first becomes its task
+//! line, [`from_jobspec`]).
 //!
 //! Nothing here runs a process. Any mistake anywhere — a typo in a nested
 //! file three levels down included — fails the whole load, with every
@@ -26,7 +29,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use slurp_grammar::{Diagnostic, Span};
-use slurp_runtime::{Capacity, Program, WorkflowId, amount};
+use slurp_runtime::{Capacity, Program, TemplateId, WorkflowId, amount};
 
 pub use attrs::{KEYS as ATTRIBUTES, POLICIES, parse_duration, parse_size};
 pub use lower::{MAX_DEPTH, Notes, SUBCOMMANDS};
@@ -204,72 +207,121 @@ pub struct Instance<'a> {
     pub capacity: Capacity,
 }
 
-/// Lowers `text`, tasks submitted to a live instance (`slurp submit`), into
-/// the instance's workflow in a running `program`, after the tasks it has: the same
-/// language, checks and diagnostics as a file (`source` names the text in
-/// them; a name ending `.toml` reads it as a TOML spec), its `after=` free
-/// to name the workflow's tasks, each task checked against `capacity` (the
-/// instance's, or for the nested instance at `scope` (`sub/`) its entry's
-/// slice). Tasks run in `opts.cwd` (the
-/// submitter's directory) unless they say otherwise; relative paths in the
-/// text start there too. On any mistake nothing is added.
-pub fn submit(
-    program: &mut Program,
-    to: Instance<'_>,
-    text: &str,
-    source: &str,
-    opts: &Options,
-    sources: &mut Sources,
-) -> Result<std::ops::Range<u32>, Failure> {
-    let path = load::normalize(&opts.cwd.join(source));
-    let file = sources.add(path, source.to_owned(), text.into());
-    let Instance {
-        workflow,
-        scope,
-        capacity,
-    } = to;
-    let mut lowerer = lower::Lowerer::new(sources, opts);
-    lowerer.program = std::mem::take(program);
-    let range = lowerer.extend_workflow(workflow, file);
-    let mut diags = std::mem::take(&mut lowerer.diags);
-    *program = std::mem::take(&mut lowerer.program);
-    drop(lowerer);
-    if let Some(range) = &range {
-        let mut seen = HashSet::new();
-        // A nested instance is its entry's slice.
-        let inside = scope.strip_suffix('/');
-        check_capacity(
-            program,
-            workflow,
-            range.clone(),
-            capacity,
-            inside,
-            &mut seen,
-            &mut diags,
-        );
-        if !diags.is_empty() && !range.is_empty() {
-            // Nothing half-added: the tasks that do not fit take the rest
-            // of the submission with them.
-            let w = &mut program.workflows[workflow.0 as usize];
-            let first_template = w.tasks[range.start as usize].template.0 as usize;
-            while w.graph.node_count() > range.start as usize {
-                let last = petgraph::graph::NodeIndex::new(w.graph.node_count() - 1);
-                w.graph.remove_node(last);
-            }
-            w.tasks.truncate(range.start as usize);
-            w.templates.truncate(first_template);
+/// What lowering submissions keeps between them: the sources read (the
+/// run's files, then each submission), and each workflow's task names, so a
+/// submission's `after=` is resolved without a walk over every task before.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub sources: Sources,
+    names: std::collections::HashMap<WorkflowId, std::collections::HashMap<Box<str>, TemplateId>>,
+}
+
+impl Live {
+    pub fn new(sources: Sources) -> Self {
+        Live {
+            sources,
+            names: Default::default(),
         }
     }
-    program.files = sources.iter().map(|f| f.path.clone()).collect();
-    match range {
-        Some(range) if diags.is_empty() => Ok(range),
-        _ => {
-            diags.sort_by_key(|l| l.diagnostic.primary_span().map_or(0, |s| s.start));
-            Err(Failure::new(
-                format!("the tasks submitted ({source}) are not valid"),
-                diags,
-                sources,
-            ))
+
+    /// Lowers `text`, tasks submitted to a live instance (`slurp submit`),
+    /// into the instance's workflow in a running `program`, after the
+    /// tasks it has: the same language, checks and diagnostics as a file
+    /// (`source` names the text in them; a name ending `.toml` reads it as
+    /// a TOML spec), its `after=` free to name the workflow's tasks, each
+    /// task checked against the instance's capacity (for a nested
+    /// instance, its entry's slice). Tasks run in `opts.cwd` (the
+    /// submitter's directory) unless they say otherwise; relative paths in
+    /// the text start there too. On any mistake nothing is added.
+    pub fn submit(
+        &mut self,
+        program: &mut Program,
+        to: Instance<'_>,
+        text: &str,
+        source: &str,
+        opts: &Options,
+    ) -> Result<std::ops::Range<u32>, Failure> {
+        let Instance {
+            workflow,
+            scope,
+            capacity,
+        } = to;
+        let names = self.names.entry(workflow).or_insert_with(|| {
+            let w = program.workflow(workflow);
+            w.templates
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| {
+                    matches!(
+                        t.kind,
+                        slurp_runtime::LineKind::Task | slurp_runtime::LineKind::Toml
+                    )
+                })
+                .filter_map(|(i, t)| Some((t.name.clone()?, TemplateId(i as u32))))
+                .collect()
+        });
+        let sources = &mut self.sources;
+        let path = load::normalize(&opts.cwd.join(source));
+        let file = sources.add(path, source.to_owned(), text.into());
+        let mut lowerer = lower::Lowerer::new(sources, opts);
+        lowerer.program = std::mem::take(program);
+        let range = lowerer.extend_workflow(workflow, file, names);
+        let mut diags = std::mem::take(&mut lowerer.diags);
+        *program = std::mem::take(&mut lowerer.program);
+        drop(lowerer);
+        if let Some(range) = &range {
+            let mut seen = HashSet::new();
+            // A nested instance is its entry's slice.
+            let inside = scope.strip_suffix('/');
+            check_capacity(
+                program,
+                workflow,
+                range.clone(),
+                capacity,
+                inside,
+                &mut seen,
+                &mut diags,
+            );
+            let w = &mut program.workflows[workflow.0 as usize];
+            let first_template = w
+                .tasks
+                .get(range.start as usize)
+                .map_or(w.templates.len(), |t| t.template.0 as usize);
+            if !diags.is_empty() && !range.is_empty() {
+                // Nothing half-added: the tasks that do not fit take the
+                // rest of the submission with them.
+                while w.graph.node_count() > range.start as usize {
+                    let last = petgraph::graph::NodeIndex::new(w.graph.node_count() - 1);
+                    w.graph.remove_node(last);
+                }
+                w.tasks.truncate(range.start as usize);
+                w.templates.truncate(first_template);
+            } else if diags.is_empty() {
+                for (i, t) in w.templates.iter().enumerate().skip(first_template) {
+                    if let (
+                        Some(name),
+                        slurp_runtime::LineKind::Task | slurp_runtime::LineKind::Toml,
+                    ) = (&t.name, t.kind)
+                    {
+                        names.insert(name.clone(), TemplateId(i as u32));
+                    }
+                }
+            }
+        }
+        let known = program.files.len();
+        program
+            .files
+            .extend(sources.iter().skip(known).map(|f| f.path.clone()));
+        match range {
+            Some(range) if diags.is_empty() => Ok(range),
+            _ => {
+                diags.sort_by_key(|l| l.diagnostic.primary_span().map_or(0, |s| s.start));
+                Err(Failure::new(
+                    format!("the tasks submitted ({source}) are not valid"),
+                    diags,
+                    sources,
+                ))
+            }
         }
     }
 }

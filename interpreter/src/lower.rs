@@ -240,6 +240,7 @@ impl<'a> Lowerer<'a> {
         &mut self,
         id: WorkflowId,
         file: FileId,
+        names: &HashMap<Box<str>, TemplateId>,
     ) -> Option<std::ops::Range<u32>> {
         let index = id.0 as usize;
         let workflow = std::mem::replace(&mut self.program.workflows[index], Workflow::new(file));
@@ -272,7 +273,7 @@ impl<'a> Lowerer<'a> {
         }
         if self.diags.len() == errors {
             let mut diags = std::mem::take(&mut self.diags);
-            dag::extend(&mut workflow, templates, deps, &mut diags);
+            dag::extend(&mut workflow, names, deps, &mut diags);
             self.diags = diags;
         }
         self.stack.pop();

@@ -1,9 +1,14 @@
-//! slurp's runtime: the workflow IR it executes and the resources it owns.
+//! slurp's runtime: the workflow IR it executes and the resources it owns,
+//! and everything that runs it.
 //!
-//! For now this crate holds the data the interpreter produces — the
-//! [`Program`] of workflows, templates and tasks, each task lowerable to a
-//! Flux [`Jobspec`] — and the [`Capacity`] model requests are checked
-//! against. It never parses text.
+//! The data the interpreter produces — the [`Program`] of workflows,
+//! templates and tasks, each task lowerable to a Flux [`Jobspec`] — and the
+//! [`Capacity`] model requests are checked against; the scheduler
+//! [`core`], the executor ([`exec`]), the real-time driver ([`run`]) with
+//! the live instance's socket ([`listen`]) and [`protocol`], the
+//! [`journal`], and the batch backends ([`backend`]). It never parses
+//! workflow text: what is submitted to a live instance is lowered by the
+//! caller's [`run::Submit`].
 
 pub mod backend;
 pub mod core;
