@@ -605,3 +605,19 @@ fn a_jobspec_slurp_cannot_carry_is_refused() {
         .stderr_has(&["jobspec:", "`memory`"]);
     instance.slurp(&["close", "--wait"]);
 }
+
+#[test]
+fn a_run_directory_too_deep_for_a_socket_path_still_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    // Past the 108 bytes a socket path may hold.
+    let deep = dir.path().join("d".repeat(60)).join("e".repeat(40));
+    std::fs::create_dir_all(&deep).unwrap();
+    let run = slurp(&deep, &["start", "--cores", "1"]).success().stdout;
+    let socket = deep.join(".slurp/runs").join(run.trim()).join("socket");
+    let target = std::fs::read_link(&socket).expect("the socket is a link to a short path");
+    assert!(target.as_os_str().len() < 108, "{}", target.display());
+    assert_eq!(slurp(&deep, &["submit", "task a: true"]).success().stdout, "a\n");
+    assert_eq!(slurp(&deep, &["wait", "a"]).status, 0);
+    slurp(&deep, &["close", "--wait"]).success();
+    assert!(!socket.exists() && !target.exists(), "left behind");
+}

@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(code(b"[1,2]"), "bad_request");
         assert_eq!(code(br#"{"id":1}"#), "bad_request");
         assert_eq!(code(br#"{"op":"frobnicate"}"#), "unknown_op");
-        assert_eq!(code(br#"{"op":"submit"}"#), "bad_request");
+        assert_eq!(code(br#"{"op":"submit","text":5}"#), "bad_request");
         assert_eq!(code(br#"{"op":"wait","tasks":"a"}"#), "bad_request");
         assert_eq!(code(br#"{"op":"close","typo":1}"#), "bad_request");
         assert_eq!(code(br#"{"op":"hello","v":2}"#), "bad_version");
