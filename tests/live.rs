@@ -616,7 +616,10 @@ fn a_run_directory_too_deep_for_a_socket_path_still_listens() {
     let socket = deep.join(".slurp/runs").join(run.trim()).join("socket");
     let target = std::fs::read_link(&socket).expect("the socket is a link to a short path");
     assert!(target.as_os_str().len() < 108, "{}", target.display());
-    assert_eq!(slurp(&deep, &["submit", "task a: true"]).success().stdout, "a\n");
+    assert_eq!(
+        slurp(&deep, &["submit", "task a: true"]).success().stdout,
+        "a\n"
+    );
     assert_eq!(slurp(&deep, &["wait", "a"]).status, 0);
     slurp(&deep, &["close", "--wait"]).success();
     assert!(!socket.exists() && !target.exists(), "left behind");

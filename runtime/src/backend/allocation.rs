@@ -8,7 +8,12 @@
 //! In a Flux instance (`flux alloc`, `flux batch`, or the broker of a
 //! nested entry under `--backend flux`) the same holds with Flux's
 //! commands: the instance's nodes and cores from `flux resource list`, and
-//! each rank `flux run -N1 -n1 -c K --requires=host:NODE -- COMMAND`.
+//! each rank the job `flux run -N1 -n1 -c K --requires=host:NODE -- COMMAND`
+//! would submit — its jobspec written by slurp ([`Allocation::flux_job`])
+//! and started with flux-core's C commands, `flux job submit` then `flux
+//! job attach` (what `flux run` does, without starting Python for every
+//! rank: the attach streams the job's output, exits with its status, and
+//! cancels the job on a second SIGINT, as `flux run` would).
 //!
 //! Only the outermost slurp of a job does this: a slurp inside a task (or
 //! inside a step) owns the slice its parent gave it, not the job.
@@ -209,42 +214,18 @@ impl Allocation {
         }))
     }
 
-    /// The command that starts one rank as a step on `node` with `cores`
-    /// CPUs (and `mem` bytes, 0 for Slurm's default): `srun` in a Slurm
-    /// job, `flux run` pinned to the node (an RFC 31 `host:` constraint)
-    /// in a Flux instance.
+    /// The command that starts one rank as a step of a Slurm job on `node`
+    /// with `cores` CPUs (and `mem` bytes, 0 for Slurm's default): `srun`.
+    /// (In a Flux instance a rank is [`Allocation::flux_job`].)
     pub fn step(&self, rank: &Step, name: &str, argv: &[String]) -> Vec<String> {
         let Step {
             node,
             cores,
             gpus,
             mem,
-            time_limit,
+            // slurp holds a step to its limit itself.
+            time_limit: _,
         } = *rank;
-        if self.manager == Manager::Flux {
-            let mut out = vec![
-                self.srun.display().to_string(),
-                "run".to_owned(),
-                "--nodes=1".to_owned(),
-                "--ntasks=1".to_owned(),
-                format!("--cores-per-task={}", cores.max(1)),
-            ];
-            // Flux's shell hides the GPUs of a job that holds none.
-            if gpus > 0 {
-                out.push(format!("--gpus-per-task={gpus}"));
-            }
-            // Flux ends the job at the limit itself: nothing outlives it.
-            if let Some(limit) = time_limit {
-                out.push(format!("--time-limit={}s", limit.as_secs().max(1)));
-            }
-            out.extend([
-                format!("--requires=host:{}", self.nodes[node]),
-                format!("--job-name={name}"),
-                "--".to_owned(),
-            ]);
-            out.extend(argv.iter().cloned());
-            return out;
-        }
         let mut out = vec![
             self.srun.display().to_string(),
             format!("--jobid={}", self.job),
@@ -265,6 +246,65 @@ impl Allocation {
         out.push("--".to_owned());
         out.extend(argv.iter().cloned());
         out
+    }
+}
+
+impl Allocation {
+    /// One rank as a Flux job: the jobspec (RFC 25 v1) `flux run
+    /// --nodes=1 --ntasks=1 --cores-per-task=C [--gpus-per-task=G]
+    /// [--time-limit=T] --requires=host:NODE --job-name=NAME` would submit
+    /// from `cwd` with `env`, and the command that submits and attaches to
+    /// it once it is in the file `spec`.
+    pub fn flux_job(
+        &self,
+        rank: &Step,
+        name: &str,
+        argv: &[String],
+        cwd: &std::path::Path,
+        env: &[(String, String)],
+    ) -> serde_json::Value {
+        let mut with = vec![serde_json::json!({ "type": "core", "count": rank.cores.max(1) })];
+        // Flux's shell hides the GPUs of a job that holds none.
+        if rank.gpus > 0 {
+            with.push(serde_json::json!({ "type": "gpu", "count": rank.gpus }));
+        }
+        let environment: serde_json::Map<String, serde_json::Value> = env
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        // Flux ends the job at the limit itself: nothing outlives it.
+        let duration = rank.time_limit.map_or(0, |l| l.as_secs().max(1));
+        serde_json::json!({
+            "version": 1,
+            "resources": [{
+                "type": "node", "count": 1,
+                "with": [{ "type": "slot", "count": 1, "label": "task", "with": with }],
+            }],
+            "tasks": [{ "command": argv, "slot": "task", "count": { "per_slot": 1 } }],
+            "attributes": { "system": {
+                "duration": duration,
+                "cwd": cwd,
+                "environment": environment,
+                "job": { "name": name },
+                "constraints": { "hostlist": [self.nodes[rank.node]] },
+            }},
+        })
+    }
+
+    /// The command that starts the Flux job in the file `spec`: submitted
+    /// with `flux job submit`, then `flux job attach` in its place (the
+    /// rank's process is the attach: its output, its exit status, and on a
+    /// second SIGINT the job's cancel).
+    pub fn flux_start(&self, spec: &std::path::Path) -> Vec<String> {
+        vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            // The spec goes once submitted (it holds the whole environment);
+            // one Flux refused stays, for the user to read.
+            r#"id=$("$0" job submit "$1") && rm -f "$1" && exec "$0" job attach "$id""#.to_owned(),
+            self.srun.display().to_string(),
+            spec.display().to_string(),
+        ]
     }
 }
 
@@ -394,7 +434,7 @@ mod tests {
     }
 
     #[test]
-    fn a_flux_rank_runs_on_its_host() {
+    fn a_flux_rank_is_the_job_flux_run_would_submit_on_its_host() {
         let a = Allocation {
             manager: Manager::Flux,
             job: "local:///tmp/flux-x/local-0".into(),
@@ -413,22 +453,30 @@ mod tests {
             mem: 0,
             time_limit: Some(std::time::Duration::from_secs(90)),
         };
-        assert_eq!(
-            a.step(&rank, "sim[3]", &["./sim".into()]),
-            [
-                "/usr/bin/flux",
-                "run",
-                "--nodes=1",
-                "--ntasks=1",
-                "--cores-per-task=2",
-                "--gpus-per-task=1",
-                "--time-limit=90s",
-                "--requires=host:n2",
-                "--job-name=sim[3]",
-                "--",
-                "./sim"
-            ]
+        let env = [("A".to_owned(), "1".to_owned())];
+        let spec = a.flux_job(
+            &rank,
+            "sim[3]",
+            &["./sim".into()],
+            std::path::Path::new("/w"),
+            &env,
         );
+        assert_eq!(
+            spec,
+            serde_json::json!({
+                "version": 1,
+                "resources": [{"type": "node", "count": 1, "with": [
+                    {"type": "slot", "count": 1, "label": "task", "with": [
+                        {"type": "core", "count": 2}, {"type": "gpu", "count": 1}]}]}],
+                "tasks": [{"command": ["./sim"], "slot": "task", "count": {"per_slot": 1}}],
+                "attributes": {"system": {
+                    "duration": 90, "cwd": "/w", "environment": {"A": "1"},
+                    "job": {"name": "sim[3]"}, "constraints": {"hostlist": ["n2"]}}}
+            })
+        );
+        let start = a.flux_start(std::path::Path::new("/run/flux/x.json"));
+        assert_eq!(start[0], "/bin/sh");
+        assert_eq!(&start[3..], ["/usr/bin/flux", "/run/flux/x.json"]);
     }
 
     #[test]

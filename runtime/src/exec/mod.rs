@@ -580,7 +580,34 @@ fn spawn_ranks(
                     mem: launch.mem,
                     time_limit: launch.time_limit,
                 };
-                let step = job.step(&share, &launch.name, &launch.argv);
+                let step = match job.manager {
+                    crate::backend::allocation::Manager::Flux => {
+                        let env: Vec<(String, String)> = envp
+                            .iter()
+                            .filter_map(|e| {
+                                let (k, v) = e.to_str().ok()?.split_once('=')?;
+                                Some((k.to_owned(), v.to_owned()))
+                            })
+                            .collect();
+                        let spec =
+                            job.flux_job(&share, &launch.name, &launch.argv, &launch.cwd, &env);
+                        let dir = launch.run_dir.join("flux");
+                        let file = dir.join(format!(
+                            "{}-{}-{rank}.json",
+                            launch.name.replace('/', "_"),
+                            launch.attempt
+                        ));
+                        std::fs::create_dir_all(&dir)
+                            .and_then(|_| std::fs::write(&file, spec.to_string()))
+                            .map_err(|e| {
+                                format!("cannot write the Flux jobspec {}: {e}", file.display())
+                            })?;
+                        job.flux_start(&file)
+                    }
+                    crate::backend::allocation::Manager::Slurm => {
+                        job.step(&share, &launch.name, &launch.argv)
+                    }
+                };
                 let argv = step
                     .iter()
                     .map(|a| cstring(a, "an argument"))
