@@ -210,3 +210,41 @@ fn ctrl_c_under_the_flux_backend_cancels_dependents_as_a_run_here_does() {
     assert!(stdout.contains("2 cancelled"), "{stdout}\n{stderr}");
     assert!(!stdout.contains("skipped"), "{stdout}");
 }
+
+#[test]
+fn inside_an_instance_one_flux_client_runs_every_rank_with_its_output_and_status() {
+    let t = Test::new().file(
+        "f.slurp",
+        "task a: echo out-a\ntask b: sh -c 'echo err-b >&2; exit 4'\ntask c ntasks=2: sh -c 'echo rank=$SLURP_TASK_RANK'\ntask huge cores=1 gpus=1: true\n",
+    );
+    // `huge` asks for a GPU the instance's slice lacks: slurp checks it
+    // against the 1-GPU config, Flux refuses it on a node without one.
+    let script = "\"$SLURP\" --output tag --gpus 1 f.slurp; echo rc=$?; flux jobs -a -no '{name} {result}' | sort";
+    let Some(out) = in_flux(&t, false, script) else {
+        return;
+    };
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("[a] out-a"), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("[c] rank=0") && stdout.contains("[c] rank=1"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("[b] err-b"), "{stderr}");
+    assert!(stdout.contains("rc=1"), "{stdout}");
+    assert!(stderr.contains("exit status 4"), "{stderr}");
+    // Every rank was a job of the instance, and it ran none twice.
+    assert!(stdout.contains("a COMPLETED"), "{stdout}");
+    assert!(stdout.contains("b FAILED"), "{stdout}");
+    assert_eq!(stdout.matches("c COMPLETED").count(), 2, "{stdout}");
+    // Through the run's one client, whose files it cleaned up.
+    let run = common::run_dirs(t.path()).pop().unwrap();
+    assert!(run.join("flux-client.py").is_file());
+    let left: Vec<_> = std::fs::read_dir(run.join("flux"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The job Flux could not place says why.
+    assert!(stderr.contains("huge"), "{stderr}");
+    assert!(!stderr.contains("ended 1 process"), "{stderr}");
+}

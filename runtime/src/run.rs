@@ -483,6 +483,7 @@ pub async fn run<'p>(
     }
 
     drop(socket);
+    exec::end_flux_client().await;
     driver.show_ended(observer);
     let program = &*driver.program;
     let root = &driver.instances[0];

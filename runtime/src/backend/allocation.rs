@@ -9,11 +9,11 @@
 //! nested entry under `--backend flux`) the same holds with Flux's
 //! commands: the instance's nodes and cores from `flux resource list`, and
 //! each rank the job `flux run -N1 -n1 -c K --requires=host:NODE -- COMMAND`
-//! would submit — its jobspec written by slurp ([`Allocation::flux_job`])
-//! and started with flux-core's C commands, `flux job submit` then `flux
-//! job attach` (what `flux run` does, without starting Python for every
-//! rank: the attach streams the job's output, exits with its status, and
-//! cancels the job on a second SIGINT, as `flux run` would).
+//! would submit — its jobspec written by slurp ([`Allocation::flux_job`]),
+//! submitted and followed by the run's one Flux client
+//! (`crate::exec`'s `flux_jobs`), or, where that cannot start, by
+//! flux-core's C commands, `flux job submit` then `flux job attach`
+//! ([`Allocation::flux_start`]).
 //!
 //! Only the outermost slurp of a job does this: a slurp inside a task (or
 //! inside a step) owns the slice its parent gave it, not the job.

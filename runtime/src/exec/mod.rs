@@ -15,6 +15,8 @@
 //! for what they still hold, but a process that escaped the group and keeps
 //! a pipe open does not keep the task (or Ctrl-C) waiting.
 
+mod flux_jobs;
+pub use flux_jobs::shutdown as end_flux_client;
 pub mod memory;
 pub mod pmi;
 pub mod procs;
@@ -171,6 +173,18 @@ pub async fn run_attempt(
         stderr_tail: String::new(),
         error: None,
     };
+    // Inside a Flux instance every rank is a Flux job: through the run's
+    // one Flux client where it runs.
+    if let Some(job) = launch.allocation.clone()
+        && job.manager == crate::backend::allocation::Manager::Flux
+        && launch
+            .ranks
+            .iter()
+            .all(|r| !job.starts_here(r.node as usize))
+        && let Some(client) = flux_jobs::client(&job, &launch.run_dir)
+    {
+        return flux_jobs::run_attempt(client, &job, launch, stop, lines, finished).await;
+    }
     // `mem=` is per rank: the task's limit is what its ranks asked for.
     let limit = match launch.mem {
         0 => None,
@@ -486,25 +500,9 @@ fn cstring(s: impl AsRef<OsStr>, what: &str) -> Result<CString, String> {
     CString::new(s.as_ref().as_bytes()).map_err(|_| format!("{what} contains a NUL byte"))
 }
 
-fn spawn_ranks(
-    launch: &Launch,
-    lines: &mpsc::UnboundedSender<Output>,
-    cgroup: Option<i32>,
-    pmi_ends: &[OwnedFd],
-) -> Result<(Vec<i32>, Readers), String> {
-    let Some(program) = launch.argv.first() else {
-        return Err("empty command".to_owned());
-    };
-    let path = find_program(program, &launch.env, &launch.cwd)
-        .ok_or_else(|| format!("cannot run `{program}`: no such program"))?;
-    let path = cstring(&path, "the program path")?;
-    let argv = launch
-        .argv
-        .iter()
-        .map(|a| cstring(a, "an argument"))
-        .collect::<Result<Vec<_>, _>>()?;
-    let cwd = cstring(&launch.cwd, "the working directory")?;
-    // The environment: inherited, then the task's own, then slurp's.
+/// A task's environment, the same for each of its ranks: inherited, then
+/// the task's own, then slurp's.
+fn task_environment(launch: &Launch) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
     if launch.socket.is_none() {
         // An outer slurp's socket is not this task's instance.
@@ -532,6 +530,42 @@ fn spawn_ranks(
     if launch.mem > 0 {
         set("SLURP_MEM", OsStr::new(&launch.mem.to_string()));
     }
+    env
+}
+
+/// [`task_environment`] as text, for a jobspec.
+fn rank_environment(launch: &Launch) -> Vec<(String, String)> {
+    task_environment(launch)
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn spawn_ranks(
+    launch: &Launch,
+    lines: &mpsc::UnboundedSender<Output>,
+    cgroup: Option<i32>,
+    pmi_ends: &[OwnedFd],
+) -> Result<(Vec<i32>, Readers), String> {
+    let Some(program) = launch.argv.first() else {
+        return Err("empty command".to_owned());
+    };
+    let path = find_program(program, &launch.env, &launch.cwd)
+        .ok_or_else(|| format!("cannot run `{program}`: no such program"))?;
+    let path = cstring(&path, "the program path")?;
+    let argv = launch
+        .argv
+        .iter()
+        .map(|a| cstring(a, "an argument"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = cstring(&launch.cwd, "the working directory")?;
+    let env = task_environment(launch);
+    let ntasks = launch.ranks.len().to_string();
     let files = match &launch.files {
         Some((out, err)) => {
             Some(open_files(out, err).map_err(|e| format!("cannot open output file: {e}"))?)
