@@ -21,6 +21,17 @@ T = TypeVar("T")
 _WORKER = Path(__file__).with_name("_worker.py")
 
 
+def _dumps(obj: Any) -> bytes:
+    """Pickles a call: with cloudpickle where it is installed (lambdas and
+    closures then travel too), else with pickle (module-level functions,
+    the submitter's own script's included)."""
+    try:
+        import cloudpickle  # type: ignore[import-not-found]
+    except ImportError:
+        return pickle.dumps(obj)
+    return cloudpickle.dumps(obj)
+
+
 class TaskFailed(Exception):
     """A task ended without a result: it failed outside the function (it
     was killed, ran out of time or memory, or the process exited), or was
@@ -60,7 +71,9 @@ class SlurpExecutor(Executor):
     ``["--cores", "8"]``) and closes it at shutdown. Each call's task asks for
     ``cores``, ``gpus``, ``mem`` and ``time`` (slurp's units, ``"2G"``,
     ``"10m"``) and gets ``retries`` extra attempts. The function, its
-    arguments and its result travel by pickle; an exception it raises is
+    arguments and its result travel by pickle (a function of a module, or
+    of the submitter's own script; lambdas and closures where
+    ``cloudpickle`` is installed); an exception it raises is
     raised by ``Future.result()``; a task that ends without a result raises
     :class:`TaskFailed`.
     """
@@ -138,8 +151,10 @@ class SlurpExecutor(Executor):
         name = self._name()
         call = self._dir / f"{name}.call"
         result = self._dir / f"{name}.result"
+        main = sys.modules.get("__main__")
+        main_path = getattr(main, "__file__", None) if main is not None else None
         with open(call, "wb") as f:
-            pickle.dump((list(sys.path), pickle.dumps((fn, args, kwargs))), f)
+            pickle.dump((list(sys.path), main_path, _dumps((fn, args, kwargs))), f)
         command = " ".join(
             shlex.quote(str(w)) for w in (self._python, _WORKER, call, result)
         )

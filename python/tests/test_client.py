@@ -126,3 +126,30 @@ def test_the_executor_can_start_and_close_its_own_instance(tmp_path, monkeypatch
         run = ex.client.hello()["run"]
     out = subprocess.run([slurp, "runs"], capture_output=True, text=True, cwd=tmp_path)
     assert run in out.stdout and "ended" in out.stdout.split(run)[1].splitlines()[0]
+
+
+def test_functions_of_the_submitters_own_script_run(instance) -> None:
+    # A script that defines its function and maps it, as users write them.
+    script = instance.dir / "user_script.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(helpers.__file__.rsplit('/', 2)[0])!r})
+            from slurp_client import SlurpExecutor
+
+            def triple(x):
+                return 3 * x
+
+            if __name__ == "__main__":
+                with SlurpExecutor() as ex:
+                    print(sum(ex.map(triple, range(10))))
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], cwd=instance.dir, capture_output=True, text=True,
+        env=instance.env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "135"
