@@ -327,7 +327,13 @@ pub async fn run_attempt(
                             rank.exception.get_or_insert((kind, note));
                         }
                     }
-                    Some(News::Finished(status)) => rank.status = Some(status),
+                    // Done at `finish`: its shells have exited and written
+                    // their output. Flux's own cleanup (`release`, `free`,
+                    // `clean`) goes on while the next rank is submitted.
+                    Some(News::Finished(status)) => {
+                        rank.status = Some(status);
+                        rank.ended = true;
+                    }
                 }
             }
             changed = stop.changed(), if !cancelled => {
