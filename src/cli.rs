@@ -178,6 +178,11 @@ struct RunArgs {
     /// close` would (what is queued then still runs)
     #[arg(long, value_name = "DURATION", requires = "open")]
     open_for: Option<String>,
+    /// Inside a Flux instance: keep N more ranks per core queued in Flux
+    /// than the instance has cores (Flux starts the next the moment a core
+    /// frees); 0 submits a rank only when its cores are free
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    flux_ahead: u32,
     /// The run's id (set by `slurp start` for the instance it detaches)
     #[arg(long, hide = true)]
     run_id: Option<String>,
@@ -1639,9 +1644,22 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             return Ok(ExitCode::from(2));
         }
     };
+    // Inside a Flux instance, Flux places each rank on its cores; slurp
+    // keeps `--flux-ahead` more ranks per core queued in Flux than it has
+    // cores, so a core that frees starts the next rank at once instead of
+    // after Flux's own submit-to-start latency (tasks were checked against
+    // the instance as it is).
+    let mut capacity = opts.capacity;
+    if let Some(job) = &allocation
+        && job.manager == slurp_runtime::backend::allocation::Manager::Flux
+    {
+        capacity.cores_per_node = capacity
+            .cores_per_node
+            .saturating_mul(args.flux_ahead.saturating_add(1));
+    }
     let options = RunOptions {
         allocation,
-        capacity: opts.capacity,
+        capacity,
         machine,
         policies,
         learned,

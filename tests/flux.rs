@@ -248,3 +248,26 @@ fn inside_an_instance_one_flux_client_runs_every_rank_with_its_output_and_status
     assert!(stderr.contains("huge"), "{stderr}");
     assert!(!stderr.contains("ended 1 process"), "{stderr}");
 }
+
+#[test]
+fn inside_an_instance_slurp_keeps_flux_queue_fed_with_the_next_ranks() {
+    // Each task counts the instance's active jobs while it runs. On the
+    // instance's cores, with the default --flux-ahead 1, Flux holds a queued
+    // rank behind each running one; with 0, only the running ones.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut file = String::new();
+    for i in 0..2 * cores {
+        file.push_str(&format!(
+            "task t{i}: sh -c 'flux jobs -n | wc -l > seen.$SLURP_TASK_ID; sleep 1'\n"
+        ));
+    }
+    let t = Test::new().file("f.slurp", &file);
+    let script = "\"$SLURP\" -q f.slurp && cat seen.t0 && rm seen.* && \"$SLURP\" -q --flux-ahead 0 f.slurp && cat seen.t0";
+    let Some(out) = in_flux(&t, false, script) else {
+        return;
+    };
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let seen: Vec<usize> = stdout.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(seen, [2 * cores, cores], "{stdout}\n{stderr}");
+}
