@@ -198,16 +198,43 @@ fn how(replay: &Replay) -> &'static str {
     }
 }
 
-fn counts_line(counts: &[usize; 9]) -> String {
-    let parts: Vec<String> = State::ALL
-        .iter()
-        .filter(|s| counts[**s as usize] > 0)
-        .map(|s| format!("{} {s}", counts[*s as usize]))
+fn counts_line(counts: &[usize; 9], lost: usize) -> String {
+    let parts: Vec<String> = counted(counts, lost)
+        .into_iter()
+        .map(|(n, name)| format!("{n} {name}"))
         .collect();
     if parts.is_empty() {
         "no task yet".to_owned()
     } else {
         parts.join(", ")
+    }
+}
+
+/// The states with tasks, in order, with what a dead run left running
+/// (counted `cancelled`) told apart as `lost`, after `cancelled`.
+fn counted(counts: &[usize; 9], lost: usize) -> Vec<(usize, &'static str)> {
+    let mut parts = Vec::new();
+    for s in State::ALL {
+        let mut n = counts[s as usize];
+        if s == State::Cancelled {
+            n -= lost.min(n);
+        }
+        if n > 0 {
+            parts.push((n, s.name()));
+        }
+        if s == State::Cancelled && lost > 0 {
+            parts.push((lost, "lost"));
+        }
+    }
+    parts
+}
+
+/// A task's state as status shows it: `lost` for one a dead run left.
+fn shown_state(replay: &Replay, id: &str, state: State) -> &'static str {
+    if replay.lost.contains(id) {
+        "lost"
+    } else {
+        state.name()
     }
 }
 
@@ -238,7 +265,7 @@ pub fn runs() -> io::Result<ExitCode> {
             "{id:<22} {:<12} {:<30} {}",
             how(&replay),
             replay.workflow,
-            counts_line(&replay.counts())
+            counts_line(&replay.counts(), replay.lost.len())
         )?;
     }
     Ok(ExitCode::SUCCESS)
@@ -263,12 +290,20 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
     }
     let mut out = io::stdout().lock();
     if json {
+        let mut json_counts: std::collections::BTreeMap<&str, usize> =
+            State::ALL.iter().map(|s| (s.name(), 0)).collect();
+        json_counts.insert("lost", 0);
+        json_counts.extend(
+            counted(&replay.counts(), replay.lost.len())
+                .into_iter()
+                .map(|(n, name)| (name, n)),
+        );
         let value = serde_json::json!({
             "run": name(dir),
             "workflow": replay.workflow,
             "state": how(&replay),
-            "counts": State::ALL.iter().map(|s| (s.name(), replay.counts()[*s as usize])).collect::<std::collections::BTreeMap<_, _>>(),
-            "tasks": replay.tasks.iter().map(|(id, (state, reason))| serde_json::json!({"id": id, "state": state, "reason": reason, "attempts": replay.attempts.get(id).copied().unwrap_or(0)})).collect::<Vec<_>>(),
+            "counts": json_counts,
+            "tasks": replay.tasks.iter().map(|(id, (state, reason))| serde_json::json!({"id": id, "state": shown_state(&replay, id, *state), "reason": reason, "attempts": replay.attempts.get(id).copied().unwrap_or(0)})).collect::<Vec<_>>(),
             "torn_last_line": replay.torn,
             "unreadable_lines": replay.bad_lines,
         });
@@ -302,10 +337,15 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
         replay.workflow,
         how(&replay)
     )?;
-    let parts: Vec<String> = State::ALL
-        .iter()
-        .filter(|s| counts[**s as usize] > 0)
-        .map(|s| paint(*s, format!("{} {}", counts[*s as usize], s.name())))
+    let parts: Vec<String> = counted(&counts, replay.lost.len())
+        .into_iter()
+        .map(|(n, name)| {
+            let state = State::ALL
+                .into_iter()
+                .find(|s| s.name() == name)
+                .unwrap_or(State::Cancelled);
+            paint(state, format!("{n} {name}"))
+        })
         .collect();
     if parts.is_empty() {
         writeln!(out, "no task yet")?;
@@ -330,7 +370,7 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
                 *state,
                 [
                     id.clone(),
-                    state.name().to_owned(),
+                    shown_state(&replay, id, *state).to_owned(),
                     replay.attempts.get(id).copied().unwrap_or(0).to_string(),
                     replay.sources.get(id).cloned().unwrap_or_default(),
                     if *state == State::Running {

@@ -371,6 +371,10 @@ pub struct Replay {
     pub tasks: BTreeMap<String, (State, serde_json::Value)>,
     /// Starts per task (attempts).
     pub attempts: BTreeMap<String, u32>,
+    /// Tasks that were running when the run's slurp died: counted
+    /// `cancelled` (they did not succeed, `slurp resume` reruns them) and
+    /// shown as `lost`.
+    pub lost: std::collections::BTreeSet<String>,
     /// The defining line of each task that reached a final state.
     pub sources: BTreeMap<String, String>,
     /// The keys of the tasks that succeeded (run or resumed), counted.
@@ -585,10 +589,11 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
     // A run whose slurp died without its end record: what was running then
     // was killed with it (each rank dies with slurp), not running now.
     if replay.ended.is_none() && !replay.held {
-        for (state, reason) in replay.tasks.values_mut() {
+        for (task, (state, reason)) in replay.tasks.iter_mut() {
             if *state == State::Running {
                 *state = State::Cancelled;
                 *reason = serde_json::Value::String(KILLED_WITH_SLURP.to_owned());
+                replay.lost.insert(task.clone());
             }
         }
     }
