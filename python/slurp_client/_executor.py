@@ -110,7 +110,14 @@ class SlurpExecutor(Executor):
         self._resources = _resources(cores, gpus, mem, time, retries)
         self._scope = scope
         self._python = python
-        self._dir = Path(tempfile.mkdtemp(prefix="slurp-py-"))
+        # Beside the run's journal when there is one (a shared file system
+        # on a cluster, where tasks may run on other nodes), else /tmp.
+        try:
+            base = Path.cwd() / ".slurp" / "py"
+            base.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._dir = Path(tempfile.mkdtemp(prefix="calls-", dir=base))
+        except OSError:
+            self._dir = Path(tempfile.mkdtemp(prefix="slurp-py-"))
         self._token = os.urandom(4).hex()
         self._count = 0
         self._lock = threading.Lock()

@@ -14,9 +14,9 @@
 //! cancelled by an unsatisfiable dependency has exception type
 //! `dependency`. Cancelling is `flux cancel`.
 //!
-//! Written to flux-core's documented CLI and RFCs 25/26; this project's
-//! machines cannot install Flux, so it is checked here against the jobspec
-//! schema and the documented output formats, not against a live instance.
+//! Written to flux-core's documented CLI and RFCs 25/26, and tested against
+//! a real flux-core 0.88 built from source (`tests/flux.rs`,
+//! `scripts/local-flux.sh`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
