@@ -135,24 +135,49 @@ class SlurpExecutor(Executor):
             self._count += 1
             return f"py_{self._token}_{self._count}"
 
-    def _track(self, name: str, fut: Future[Any], finish: Callable[[WaitResult], None]) -> None:
+    def _track(
+        self,
+        name: str,
+        line: str,
+        fut: Future[Any],
+        finish: Callable[[WaitResult], None],
+    ) -> None:
+        """Submits ``line`` without waiting for the reply (a thousand calls
+        go out at the rate of the socket, not of round trips), then waits
+        for the task; ``finish`` completes ``fut`` from how it ended. A
+        refused submission is ``fut``'s exception."""
         with self._lock:
             self._futures[name] = fut
 
-        def ended(w: Future[WaitResult]) -> None:
+        def done(error: BaseException | None) -> None:
             with self._lock:
                 self._futures.pop(name, None)
-            error = w.exception()
-            if error is not None:
+            if error is not None and not fut.done():
                 fut.set_exception(error)
+
+        def ended(w: Future[WaitResult]) -> None:
+            error = w.exception()
+            if error is None:
+                try:
+                    finish(w.result())
+                except BaseException as e:  # noqa: BLE001
+                    error = e
+            done(error)
+
+        def submitted(s: Future[dict[str, Any]]) -> None:
+            error = s.exception()
+            if error is not None:
+                done(error)
                 return
             try:
-                finish(w.result())
-            except BaseException as e:  # noqa: BLE001
-                if not fut.done():
-                    fut.set_exception(e)
+                self._client.wait_async([name]).add_done_callback(ended)
+            except SlurpError as e:
+                done(e)
 
-        self._client.wait_async([name]).add_done_callback(ended)
+        scope = self._scope if self._scope is not None else os.environ.get("SLURP_SCOPE", "")
+        self._client.request_async(
+            "submit", text=line, scope=scope, cwd=os.getcwd()
+        ).add_done_callback(submitted)
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         name = self._name()
@@ -167,9 +192,6 @@ class SlurpExecutor(Executor):
         )
         fut: Future[T] = Future()
         fut.set_running_or_notify_cancel()
-        self._client.submit(
-            f"task {name} {self._resources}: {command}", scope=self._scope
-        )
 
         def finish(w: WaitResult) -> None:
             task = w.tasks[0]
@@ -187,7 +209,7 @@ class SlurpExecutor(Executor):
             else:
                 fut.set_exception(value)
 
-        self._track(name, fut, finish)
+        self._track(name, f"task {name} {self._resources}: {command}", fut, finish)
         return fut
 
     def command(
@@ -211,7 +233,6 @@ class SlurpExecutor(Executor):
         )
         fut: Future[int] = Future()
         fut.set_running_or_notify_cancel()
-        self._client.submit(f"task {name} {resources}: {command}", scope=self._scope)
 
         def finish(w: WaitResult) -> None:
             task = w.tasks[0]
@@ -220,7 +241,7 @@ class SlurpExecutor(Executor):
             else:
                 fut.set_exception(TaskFailed(task.task, task.state, task.exit, task.attempts))
 
-        self._track(name, fut, finish)
+        self._track(name, f"task {name} {resources}: {command}", fut, finish)
         return fut
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

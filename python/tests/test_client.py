@@ -153,3 +153,14 @@ def test_functions_of_the_submitters_own_script_run(instance) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "135"
+
+
+def test_a_call_slurp_refuses_raises_from_its_future(instance) -> None:
+    # Submission does not wait for the reply: the refusal (a 99-core task
+    # on a 2-core instance) comes back as the future's exception.
+    with SlurpExecutor(cores=99) as ex:
+        fut = ex.submit(helpers.square, 2)
+        with pytest.raises(SlurpError) as raised:
+            fut.result(timeout=30)
+        assert raised.value.code == "invalid_workflow"
+        assert "can never run" in str(raised.value)
