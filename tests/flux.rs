@@ -258,7 +258,7 @@ fn inside_an_instance_slurp_keeps_flux_queue_fed_with_the_next_ranks() {
     let mut file = String::new();
     for i in 0..2 * cores {
         file.push_str(&format!(
-            "task t{i}: sh -c 'flux jobs -n | wc -l > seen.$SLURP_TASK_ID; sleep 1'\n"
+            "task t{i}: sh -c 'sleep 0.3; flux jobs -n | wc -l > seen.$SLURP_TASK_ID; sleep 1'\n"
         ));
     }
     let t = Test::new().file("f.slurp", &file);

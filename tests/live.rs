@@ -336,34 +336,54 @@ fn cancel_stops_one_task_and_the_run_goes_on() {
 #[test]
 fn watch_streams_the_events_of_a_run() {
     let instance = Instance::start(&["--cores", "1"]);
-    let watch = command(instance.path(), &["watch"])
+    let mut watch = command(instance.path(), &["watch"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // The watcher is in place once it has said so to the instance: wait
-    // for its connection to be answered by polling a status.
-    std::thread::sleep(Duration::from_millis(300));
-    instance.slurp(&["submit", "task w: true"]).success();
-    instance.slurp(&["close", "--wait"]).success();
-    let output = watch.wait_with_output().unwrap();
-    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let seen: Vec<(String, String)> = events
-        .iter()
-        .map(|e| {
-            (
-                e["event"].as_str().unwrap().to_owned(),
-                e["state"].as_str().unwrap_or("").to_owned(),
-            )
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let reader = {
+        let seen = seen.clone();
+        let stdout = watch.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let event = serde_json::from_str(&line.unwrap()).expect("an event is JSON");
+                seen.lock().unwrap().push(event);
+            }
         })
-        .collect();
-    assert!(
-        seen.contains(&("start".into(), String::new()))
-            && seen.contains(&("state".into(), "succeeded".into())),
-        "{events:?}"
-    );
+    };
+    // Tasks until the watcher, which subscribes on its own time, has seen
+    // one from its start to its end.
+    let complete = |name: &str| {
+        let events = seen.lock().unwrap();
+        let of = |event: &str, state: &str| {
+            events.iter().any(|e| {
+                e["task"] == name
+                    && e["event"] == event
+                    && e["state"].as_str().unwrap_or("") == state
+            })
+        };
+        of("start", "") && of("state", "running") && of("state", "succeeded")
+    };
+    let mut watched = None;
+    for i in 0..100 {
+        let name = format!("p{i}");
+        instance
+            .slurp(&["submit", &format!("task {name}: true")])
+            .success();
+        assert_eq!(instance.slurp(&["wait", &name]).status, 0);
+        std::thread::sleep(Duration::from_millis(20));
+        if complete(&name) {
+            watched = Some(name);
+            break;
+        }
+    }
+    assert!(watched.is_some(), "{:?}", seen.lock().unwrap());
+    // The watch ends with the run.
+    instance.slurp(&["close", "--wait"]).success();
+    assert!(watch.wait().unwrap().success());
+    reader.join().unwrap();
+    let events = seen.lock().unwrap();
+    assert!(events.iter().all(|e| e["t"].is_u64()), "{events:?}");
 }
 
 #[test]
