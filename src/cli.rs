@@ -290,7 +290,8 @@ enum Command {
     /// Stop a live run (default: the latest) as Ctrl-C would: nothing more
     /// starts, running tasks are stopped, Slurm or Flux jobs are cancelled;
     /// for a run whose slurp died, stops the processes its tasks left and
-    /// cancels the jobs it left
+    /// cancels the jobs it left; `slurp cancel RUN TASK...` cancels only
+    /// those tasks, and the run goes on
     Cancel {
         /// A run id as `slurp runs` lists it, or a unique prefix of one
         run: Option<String>,
