@@ -822,13 +822,21 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
         }
     }
     // What a launched task runs: its first instance, as a shell takes it.
-    for template in &root.templates {
-        let Some(first) = root
-            .task_ids()
-            .find(|&t| root.template(root.task(t).template).source == template.source)
-        else {
+    for (i, template) in root.templates.iter().enumerate() {
+        if template
+            .extras
+            .as_ref()
+            .is_none_or(|x| x.launcher.is_none())
+        {
             continue;
-        };
+        }
+        // Tasks are in template order: the template's first is found by
+        // bisection, not by a walk (a file of 10⁶ lines has 10⁶ templates).
+        let first = root.tasks.partition_point(|t| (t.template.0 as usize) < i);
+        if first == root.tasks.len() || root.tasks[first].template.0 as usize != i {
+            continue;
+        }
+        let first = TaskId(first as u32);
         if let Some(launcher) = root.launcher(first) {
             writeln!(
                 out,

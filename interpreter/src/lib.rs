@@ -139,9 +139,19 @@ fn check_capacity(
     let workflow = program.workflow(id);
     let mut reported = HashSet::new();
     let mut slices = Vec::new();
+    // A sweep's members mostly ask for the same: one check per run of them.
+    let mut fitted: Option<slurp_runtime::Request> = None;
     for task_id in tasks.map(slurp_runtime::TaskId) {
         let task = workflow.task(task_id);
-        if let Err(short) = capacity.fits(&task.request) {
+        let fits = if fitted == Some(task.request) {
+            Ok(())
+        } else {
+            capacity.fits(&task.request)
+        };
+        if fits.is_ok() {
+            fitted = Some(task.request);
+        }
+        if let Err(short) = fits {
             if reported.insert(task.template) {
                 let template = workflow.template(task.template);
                 let count = workflow
