@@ -277,7 +277,9 @@ struct Instance {
     level: usize,
     done: bool,
     /// Why attempts failed, for the summary.
-    tails: Vec<(TaskId, String, Option<String>)>,
+    /// The last failed attempt's, by task (a map: a run of 10⁶ failures
+    /// must not look each up by a walk).
+    tails: HashMap<TaskId, (String, Option<String>)>,
     /// What its attempts are told when they start: `Run`, or the stop
     /// the whole instance was given.
     stop: Stop,
@@ -408,7 +410,7 @@ pub async fn run<'p>(
         path: String::new(),
         level: 0,
         done: false,
-        tails: Vec::new(),
+        tails: HashMap::new(),
         stop: Stop::Run,
         capacity,
         owns_workflow: true,
@@ -523,13 +525,7 @@ pub async fn run<'p>(
             if state == State::Succeeded {
                 continue;
             }
-            let (tail, error) = instance
-                .tails
-                .iter()
-                .rev()
-                .find(|(t, _, _)| *t == task)
-                .map(|(_, tail, error)| (tail.clone(), error.clone()))
-                .unwrap_or_default();
+            let (tail, error) = instance.tails.get(&task).cloned().unwrap_or_default();
             failures.push(Failure {
                 workflow: instance.workflow,
                 task,
@@ -891,7 +887,7 @@ impl Driver<'_> {
             );
             self.instances[i]
                 .tails
-                .push((task, String::new(), Some(why)));
+                .insert(task, (String::new(), Some(why)));
             self.instances[i]
                 .core
                 .on_finished(now, task, Outcome::SpawnError);
@@ -920,7 +916,7 @@ impl Driver<'_> {
             path,
             level,
             done: false,
-            tails: Vec::new(),
+            tails: HashMap::new(),
         });
         let new = self.instances.len() - 1;
         self.resubmit_into(new, observer);
@@ -975,7 +971,7 @@ impl Driver<'_> {
             );
             self.instances[parent]
                 .tails
-                .push((task, String::new(), Some(why)));
+                .insert(task, (String::new(), Some(why)));
             if self.stopping == Stop::Run {
                 Outcome::Exit(1)
             } else {
@@ -1008,11 +1004,10 @@ impl Driver<'_> {
             observer,
         );
         if finished.outcome != Outcome::Success {
-            self.instances[i].tails.push((
+            self.instances[i].tails.insert(
                 finished.task,
-                finished.stderr_tail.clone(),
-                finished.error.clone(),
-            ));
+                (finished.stderr_tail.clone(), finished.error.clone()),
+            );
         }
         let now = self.now();
         let core = &mut self.instances[i].core;
