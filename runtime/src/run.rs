@@ -300,6 +300,8 @@ struct Waiter {
     id: Value,
     reply: mpsc::UnboundedSender<String>,
     tasks: Vec<(usize, TaskId)>,
+    /// Of `tasks`, how many have not ended.
+    left: usize,
 }
 
 struct Driver<'p> {
@@ -334,7 +336,12 @@ struct Driver<'p> {
     open: bool,
     /// Submissions taken (for their names in diagnostics).
     submissions: u64,
-    waiters: Vec<Waiter>,
+    /// Unanswered `wait`s by number, and the waits each task is in: a task
+    /// that ends looks up its own (100,000 futures of a Python executor
+    /// must not make every end walk every wait).
+    waiters: HashMap<u64, Waiter>,
+    waiting_on: HashMap<(usize, TaskId), Vec<u64>>,
+    next_waiter: u64,
     watchers: Vec<mpsc::UnboundedSender<String>>,
     /// The socket clients reach this run at, for the tasks' environment.
     socket: Option<Arc<std::path::Path>>,
@@ -395,7 +402,9 @@ pub async fn run<'p>(
         submitter,
         open: opts.open,
         submissions: 0,
-        waiters: Vec::new(),
+        waiters: HashMap::new(),
+        waiting_on: HashMap::new(),
+        next_waiter: 0,
         watchers: Vec::new(),
         socket: socket.as_ref().map(|s| Arc::from(s.path.as_path())),
         resubmit: opts.resubmit.clone(),
@@ -498,7 +507,7 @@ pub async fn run<'p>(
     };
     driver.shown.flush_all(names, observer);
     let waiters = std::mem::take(&mut driver.waiters);
-    for waiter in waiters {
+    for (_, waiter) in waiters {
         let answer = driver.wait_answer(&waiter.tasks);
         let _ = waiter
             .reply
@@ -641,12 +650,15 @@ impl Driver<'_> {
                 if !self.watchers.is_empty() {
                     self.broadcast(i, event);
                 }
+                if let Event::Transition { task, to, .. } = event
+                    && to.is_final()
+                    && !self.waiting_on.is_empty()
+                {
+                    self.ended_for_waiters(i, *task);
+                }
                 if let Event::Start { task, attempt, .. } = event {
                     self.start(i, *task, *attempt, placed, dirty, observer);
                 }
-            }
-            if !self.waiters.is_empty() && !events.is_empty() {
-                self.answer_waiters();
             }
             if self.instances[i].core.is_done() && !(i == 0 && self.open) {
                 self.close(i, dirty);
@@ -1192,7 +1204,24 @@ impl Driver<'_> {
                 Err(refusal) => Err(refusal),
                 Ok(tasks) if self.all_final(&tasks) => Ok(self.wait_answer(&tasks)),
                 Ok(tasks) => {
-                    self.waiters.push(Waiter { id, reply, tasks });
+                    let n = self.next_waiter;
+                    self.next_waiter += 1;
+                    let mut left = 0;
+                    for &(i, t) in &tasks {
+                        if !self.instances[i].core.state(t).is_final() {
+                            left += 1;
+                            self.waiting_on.entry((i, t)).or_default().push(n);
+                        }
+                    }
+                    self.waiters.insert(
+                        n,
+                        Waiter {
+                            id,
+                            reply,
+                            tasks,
+                            left,
+                        },
+                    );
                     return;
                 }
             },
@@ -1486,19 +1515,25 @@ impl Driver<'_> {
         json!({ "tasks": list, "exit": exit })
     }
 
-    fn answer_waiters(&mut self) {
-        let mut k = 0;
-        while k < self.waiters.len() {
-            if self.all_final(&self.waiters[k].tasks) {
-                let waiter = self.waiters.swap_remove(k);
+    /// Task `t` of instance `i` ended: the waits on it have one task less
+    /// to wait for, and those with none left are answered.
+    fn ended_for_waiters(&mut self, i: usize, t: TaskId) {
+        let Some(waits) = self.waiting_on.remove(&(i, t)) else {
+            return;
+        };
+        for n in waits {
+            let Some(waiter) = self.waiters.get_mut(&n) else {
+                continue;
+            };
+            waiter.left = waiter.left.saturating_sub(1);
+            if waiter.left > 0 {
+                continue;
+            }
+            if let Some(waiter) = self.waiters.remove(&n) {
                 let answer = self.wait_answer(&waiter.tasks);
                 let _ = waiter
                     .reply
                     .send(crate::protocol::reply(&waiter.id, answer));
-            } else if self.waiters[k].reply.is_closed() {
-                self.waiters.swap_remove(k);
-            } else {
-                k += 1;
             }
         }
     }
