@@ -45,12 +45,13 @@ impl Submit for Submitter {
                 code: "invalid_workflow",
                 message: failure.to_string(),
                 diagnostic: Some(crate::cli::render(&failure, false)),
+                index: None,
             })
     }
 
     fn jobspec_line(&mut self, jobspec: &Value, name: &str) -> Result<String, Refusal> {
         slurp_interpreter::from_jobspec::task_line(jobspec, name)
-            .map_err(|why| Refusal::new("bad_jobspec", format!("jobspec: {why}")))
+            .map_err(|why| Refusal::new("bad_jobspec", why))
     }
 }
 
@@ -59,8 +60,6 @@ pub struct Client {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     next: u64,
-    /// Events read while waiting for a reply (after `watch`).
-    pub events: Vec<Value>,
 }
 
 /// Why no instance could be reached: the message and a hint.
@@ -143,7 +142,6 @@ impl Client {
             reader: BufReader::new(stream),
             writer,
             next: 1,
-            events: Vec::new(),
         })
     }
 
@@ -162,12 +160,23 @@ impl Client {
             let Some(message) = self.read()? else {
                 return Ok(None);
             };
-            if message.get("event").is_some() {
-                self.events.push(message);
-            } else if message["id"] == json!(id) {
+            // Events (after a `watch`) are read by `read`, not here: a
+            // `watch` is answered before its first event.
+            if message.get("event").is_none() && message["id"] == json!(id) {
                 return Ok(Some(message));
             }
         }
+    }
+
+    /// [`Client::call`] for a command: the reply when the instance
+    /// accepted the request; else what was wrong is told (the diagnostic of
+    /// a refusal, or that the instance hung up) and the exit status given.
+    pub fn ask(&mut self, request: Value) -> io::Result<Result<Value, ExitCode>> {
+        Ok(match self.call(request)? {
+            None => Err(ended()),
+            Some(reply) if reply["ok"] != json!(true) => Err(refused(&reply)),
+            Some(reply) => Ok(reply),
+        })
     }
 
     /// The next message, `None` at the end of the connection.
@@ -246,49 +255,95 @@ pub fn submit(
         } else {
             (item.clone(), None)
         };
-        let base = json!({ "op": "submit", "scope": scope, "cwd": cwd });
-        let mut requests = Vec::new();
+        let mut request = json!({ "op": "submit", "scope": scope, "cwd": cwd });
+        let name = source.clone().unwrap_or_else(|| "<jobspecs>".to_owned());
+        // With `--jobspec`, the byte range of each jobspec's line.
+        let mut lines = Vec::new();
         if jobspecs {
-            // JSON lines, as `slurp jobspec` prints them.
-            for (n, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let jobspec: Value = match serde_json::from_str(line) {
-                    Ok(jobspec) => jobspec,
-                    Err(e) => {
-                        let what = source.as_deref().unwrap_or("the jobspecs");
-                        eprintln!("error: {what}:{}: not a JSON jobspec: {e}", n + 1);
-                        return Ok(ExitCode::from(2));
+            // JSON lines, as `slurp jobspec` prints them, sent as one list:
+            // all are taken, or none.
+            let mut list = Vec::new();
+            let mut at = 0;
+            for line in text.split_inclusive('\n') {
+                let (start, body) = (at, line.trim_end_matches(['\n', '\r']));
+                at += line.len();
+                if body.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Value>(body) {
+                    Ok(jobspec) => {
+                        list.push(jobspec);
+                        lines.push(start..start + body.len());
                     }
-                };
-                let mut request = base.clone();
-                request["jobspec"] = jobspec;
-                requests.push(request);
+                    Err(e) => {
+                        let column = start + e.column().saturating_sub(1).min(body.len());
+                        let span = column..(column + 1).min(start + body.len()).max(column);
+                        return Ok(jobspec_error(
+                            &name,
+                            &text,
+                            "slurp::bad_json",
+                            &format!("not a JSON jobspec: {e}"),
+                            (span, "here"),
+                            "one JSON object per line, as `slurp jobspec FILE` prints them",
+                        ));
+                    }
+                }
             }
+            request["jobspec"] = Value::Array(list);
         } else {
-            let mut request = base;
             request["text"] = json!(text);
             if let Some(source) = &source {
                 request["source"] = json!(source);
             }
-            requests.push(request);
         }
-        for request in requests {
-            let Some(reply) = client.call(request)? else {
-                return Ok(ended());
-            };
-            if reply["ok"] != json!(true) {
+        let reply = match client.call(request)? {
+            None => return Ok(ended()),
+            Some(reply) if reply["ok"] != json!(true) => {
+                let error = &reply["error"];
+                if let Some(k) = error["index"].as_u64()
+                    && let Some(line) = lines.get(k as usize)
+                {
+                    return Ok(jobspec_error(
+                        &name,
+                        &text,
+                        "slurp::bad_jobspec",
+                        error["message"].as_str().unwrap_or_default(),
+                        (line.clone(), "this jobspec"),
+                        "slurp reads node, slot, core and gpu resources, one task, and attributes.system duration, cwd, environment and job.name",
+                    ));
+                }
                 return Ok(refused(&reply));
             }
-            for task in reply["tasks"].as_array().into_iter().flatten() {
-                writeln!(out, "{}", task.as_str().unwrap_or_default())?;
-            }
+            Some(reply) => reply,
+        };
+        for task in reply["tasks"].as_array().into_iter().flatten() {
+            writeln!(out, "{}", task.as_str().unwrap_or_default())?;
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A jobspec file's mistake, told as a workflow's are: file, line, the
+/// span, a code and a hint. Exit 2; nothing was submitted.
+fn jobspec_error(
+    name: &str,
+    text: &str,
+    code: &'static str,
+    message: &str,
+    (span, label): (std::ops::Range<usize>, &str),
+    help: &str,
+) -> ExitCode {
+    let line = text[..span.start].matches('\n').count() + 1;
+    let diagnostic = miette::MietteDiagnostic::new(message.to_owned())
+        .with_code(code)
+        .with_label(miette::LabeledSpan::at(span, label))
+        .with_help(help);
+    let report = miette::Report::new(diagnostic)
+        .with_source_code(miette::NamedSource::new(name, text.to_owned()));
+    eprintln!("{report:?}");
+    eprintln!("error: {name}:{line}: nothing was submitted");
+    ExitCode::from(2)
 }
 
 /// `slurp wait [--run RUN] TASK...`: until every task named has ended; the
@@ -298,12 +353,10 @@ pub fn wait(run: Option<&str>, tasks: &[String]) -> io::Result<ExitCode> {
         Ok(client) => client,
         Err(unreachable) => return Ok(unreachable.exit()),
     };
-    let Some(reply) = client.call(json!({ "op": "wait", "tasks": tasks }))? else {
-        return Ok(ended());
+    let reply = match client.ask(json!({ "op": "wait", "tasks": tasks }))? {
+        Ok(reply) => reply,
+        Err(code) => return Ok(code),
     };
-    if reply["ok"] != json!(true) {
-        return Ok(refused(&reply));
-    }
     for task in reply["tasks"].as_array().into_iter().flatten() {
         if task["state"] != json!("succeeded") {
             eprintln!(
@@ -325,11 +378,8 @@ pub fn watch(run: Option<&str>) -> io::Result<ExitCode> {
         Ok(client) => client,
         Err(unreachable) => return Ok(unreachable.exit()),
     };
-    let Some(reply) = client.call(json!({ "op": "watch" }))? else {
-        return Ok(ended());
-    };
-    if reply["ok"] != json!(true) {
-        return Ok(refused(&reply));
+    if let Err(code) = client.ask(json!({ "op": "watch" }))? {
+        return Ok(code);
     }
     let mut out = io::stdout().lock();
     while let Some(event) = client.read()? {
@@ -349,14 +399,12 @@ pub fn close(run: Option<&str>, wait: bool) -> io::Result<ExitCode> {
         Ok(client) => client,
         Err(unreachable) => return Ok(unreachable.exit()),
     };
-    let Some(hello) = client.call(json!({ "op": "hello" }))? else {
-        return Ok(ended());
+    let hello = match client.ask(json!({ "op": "hello" }))? {
+        Ok(hello) => hello,
+        Err(code) => return Ok(code),
     };
-    let Some(reply) = client.call(json!({ "op": "close" }))? else {
-        return Ok(ended());
-    };
-    if reply["ok"] != json!(true) {
-        return Ok(refused(&reply));
+    if let Err(code) = client.ask(json!({ "op": "close" }))? {
+        return Ok(code);
     }
     if !wait {
         return Ok(ExitCode::SUCCESS);
@@ -381,12 +429,10 @@ pub fn cancel_tasks(run: Option<&str>, tasks: &[String]) -> io::Result<ExitCode>
         Ok(client) => client,
         Err(unreachable) => return Ok(unreachable.exit()),
     };
-    let Some(reply) = client.call(json!({ "op": "cancel", "tasks": tasks }))? else {
-        return Ok(ended());
+    let reply = match client.ask(json!({ "op": "cancel", "tasks": tasks }))? {
+        Ok(reply) => reply,
+        Err(code) => return Ok(code),
     };
-    if reply["ok"] != json!(true) {
-        return Ok(refused(&reply));
-    }
     for task in reply["tasks"].as_array().into_iter().flatten() {
         let name = task["task"].as_str().unwrap_or_default();
         match task["now"].as_str() {

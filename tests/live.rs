@@ -615,14 +615,41 @@ fn jobspecs_submit_as_the_task_lines_they_mean() {
 }
 
 #[test]
-fn a_jobspec_slurp_cannot_carry_is_refused() {
+fn a_jobspec_slurp_cannot_carry_is_refused_at_its_line_and_nothing_is_submitted() {
     let instance = Instance::start(&["--cores", "1"]);
-    let spec = r#"{"version":1,"resources":[{"type":"slot","count":1,"with":[{"type":"core","count":1},{"type":"memory","count":2}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}]}"#;
-    std::fs::write(instance.path().join("bad.jsonl"), spec).unwrap();
+    let good = r#"{"version":1,"resources":[{"type":"slot","count":1,"with":[{"type":"core","count":1}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}],"attributes":{"system":{"job":{"name":"fine"}}}}"#;
+    let bad = r#"{"version":1,"resources":[{"type":"slot","count":1,"with":[{"type":"core","count":1},{"type":"memory","count":2}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}]}"#;
+    std::fs::write(
+        instance.path().join("bad.jsonl"),
+        format!("{good}\n{bad}\n"),
+    )
+    .unwrap();
     instance
         .slurp(&["submit", "--jobspec", "bad.jsonl"])
         .invalid()
-        .stderr_has(&["jobspec:", "`memory`"]);
+        .stderr_has(&[
+            "slurp::bad_jobspec",
+            "jobspec 2 of 2",
+            "`memory`",
+            "bad.jsonl:2",
+            "this jobspec",
+            "nothing was submitted",
+        ]);
+    std::fs::write(
+        instance.path().join("broken.jsonl"),
+        format!("{good}\n{{\"version\": 1, oops}}\n"),
+    )
+    .unwrap();
+    instance
+        .slurp(&["submit", "--jobspec", "broken.jsonl"])
+        .invalid()
+        .stderr_has(&["slurp::bad_json", "broken.jsonl:2", "nothing was submitted"]);
+    // The good jobspec before each mistake was not taken either.
+    assert!(
+        !instance.states().contains_key("fine"),
+        "{:?}",
+        instance.states()
+    );
     instance.slurp(&["close", "--wait"]);
 }
 
@@ -643,4 +670,25 @@ fn a_run_directory_too_deep_for_a_socket_path_still_listens() {
     assert_eq!(slurp(&deep, &["wait", "a"]).status, 0);
     slurp(&deep, &["close", "--wait"]).success();
     assert!(!socket.exists() && !target.exists(), "left behind");
+}
+
+#[test]
+fn the_adaptive_example_runs_until_its_error_is_small() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["adaptive.slurp", "step.sh"] {
+        std::fs::copy(
+            common::repo().join("examples/live").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    let run = slurp(dir.path(), &["--cores", "2", "adaptive.slurp"]).success();
+    // 1000 → 500 → 250 → 125 → 62: four steps, each submitted by the last.
+    assert_eq!(
+        run.stdout, "step 1: error 500\nstep 2: error 250\nstep 3: error 125\nstep 4: error 62\n",
+        "{}",
+        run.stderr
+    );
+    let states = states(common::run_dirs(dir.path()).last().unwrap());
+    assert_eq!(states.len(), 4, "{states:?}");
 }

@@ -201,29 +201,7 @@ impl<'a> Lowerer<'a> {
         self.loaded.insert(absolute.clone(), id);
         self.stack.push((absolute.clone(), origin));
 
-        let mut building = Building {
-            lowerer: self,
-            workflow: Workflow::new(file),
-            deps: Vec::new(),
-            nested: Vec::new(),
-        };
-        if absolute.extension().is_some_and(|e| e == "toml") {
-            let mut diags = std::mem::take(&mut building.lowerer.diags);
-            let entries = crate::toml_spec::entries(file, building.lowerer.sources, &mut diags);
-            building.lowerer.diags = diags;
-            entries.into_iter().for_each(|entry| building.entry(entry));
-        } else {
-            Collector::default().collect(file, &mut building);
-        }
-        let Building {
-            mut workflow,
-            deps,
-            nested,
-            ..
-        } = building;
-        for (template, path_text, file, span) in nested {
-            self.load_children(&mut workflow, template, &path_text, file, span);
-        }
+        let (mut workflow, deps) = self.read_entries(Workflow::new(file), file, &absolute);
         let mut diags = std::mem::take(&mut self.diags);
         dag::build(&mut workflow, deps, &mut diags);
         self.diags = diags;
@@ -232,22 +210,16 @@ impl<'a> Lowerer<'a> {
         Some(id)
     }
 
-    /// Lowers the entries of `file` into workflow `id`, after its tasks
-    /// (a submission to a live instance): their `after=` may name the
-    /// workflow's tasks; tasks that set no `cwd=` run in the options' cwd.
-    /// Returns the new tasks, or `None` with the workflow as it was.
-    pub fn extend_workflow(
+    /// Reads the entries of `file` (at `path`: a TOML spec or lines of the
+    /// language) into `workflow`, after what it holds, and loads the
+    /// workflows its nested entries name; the dependency specs of the new
+    /// templates are for [`dag`].
+    fn read_entries(
         &mut self,
-        id: WorkflowId,
+        workflow: Workflow,
         file: FileId,
-        names: &HashMap<Box<str>, TemplateId>,
-    ) -> Option<std::ops::Range<u32>> {
-        let index = id.0 as usize;
-        let workflow = std::mem::replace(&mut self.program.workflows[index], Workflow::new(file));
-        let (tasks, templates) = (workflow.tasks.len(), workflow.templates.len());
-        let errors = self.diags.len();
-        let path = self.sources.get(file).path.clone();
-        self.stack.push((path.clone(), None));
+        path: &Path,
+    ) -> (Workflow, Vec<DepSpec>) {
         let mut building = Building {
             lowerer: self,
             workflow,
@@ -271,6 +243,26 @@ impl<'a> Lowerer<'a> {
         for (template, path_text, file, span) in nested {
             self.load_children(&mut workflow, template, &path_text, file, span);
         }
+        (workflow, deps)
+    }
+
+    /// Lowers the entries of `file` into workflow `id`, after its tasks
+    /// (a submission to a live instance): their `after=` may name the
+    /// workflow's tasks; tasks that set no `cwd=` run in the options' cwd.
+    /// Returns the new tasks, or `None` with the workflow as it was.
+    pub fn extend_workflow(
+        &mut self,
+        id: WorkflowId,
+        file: FileId,
+        names: &HashMap<Box<str>, TemplateId>,
+    ) -> Option<std::ops::Range<u32>> {
+        let index = id.0 as usize;
+        let workflow = std::mem::replace(&mut self.program.workflows[index], Workflow::new(file));
+        let (tasks, templates) = (workflow.tasks.len(), workflow.templates.len());
+        let errors = self.diags.len();
+        let path = self.sources.get(file).path.clone();
+        self.stack.push((path.clone(), None));
+        let (mut workflow, deps) = self.read_entries(workflow, file, &path);
         if self.diags.len() == errors {
             let mut diags = std::mem::take(&mut self.diags);
             dag::extend(&mut workflow, names, deps, &mut diags);

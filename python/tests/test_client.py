@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
+import os
+from pathlib import Path
 import subprocess
 import sys
 import textwrap
@@ -164,3 +166,20 @@ def test_a_call_slurp_refuses_raises_from_its_future(instance) -> None:
             fut.result(timeout=30)
         assert raised.value.code == "invalid_workflow"
         assert "can never run" in str(raised.value)
+
+
+def test_the_executor_example_runs(tmp_path, monkeypatch) -> None:
+    from conftest import slurp_binary
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root / "python"), SLURP=slurp_binary())
+    env.pop("SLURP_SOCKET", None)
+    out = subprocess.run(
+        [sys.executable, str(root / "examples" / "live" / "executor.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "328350"

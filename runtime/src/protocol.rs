@@ -30,8 +30,9 @@ pub enum Op {
     /// Who the instance is: version, run, resources, whether it is open.
     Hello {},
     /// Adds the tasks of `text` (lines of the slurp language; a whole file
-    /// is fine) — or the one task of `jobspec` (Flux RFC 25, version 1) —
-    /// to the instance at `scope` (`""`, the top level, by default; `sub/`
+    /// is fine) — or the task of each jobspec of `jobspec` (Flux RFC 25,
+    /// version 1: one object, or a list taken whole or not at all) — to the
+    /// instance at `scope` (`""`, the top level, by default; `sub/`
     /// for nested entry `sub`'s). `source` names the text in diagnostics;
     /// `cwd` is where its tasks run and relative paths in it start (the
     /// instance's directory by default).
@@ -84,6 +85,8 @@ pub struct Refusal {
     /// For `invalid_workflow`: the diagnostics as a file's run would print
     /// them (text, without colour).
     pub diagnostic: Option<String>,
+    /// For `bad_jobspec` of a list: which jobspec (from 0).
+    pub index: Option<usize>,
 }
 
 impl Refusal {
@@ -92,6 +95,7 @@ impl Refusal {
             code,
             message: message.into(),
             diagnostic: None,
+            index: None,
         }
     }
 }
@@ -172,6 +176,9 @@ pub fn refuse(id: &Value, refusal: &Refusal) -> String {
     let mut error = json!({ "code": refusal.code, "message": refusal.message });
     if let Some(diagnostic) = &refusal.diagnostic {
         error["diagnostic"] = Value::String(diagnostic.clone());
+    }
+    if let Some(index) = refusal.index {
+        error["index"] = json!(index);
     }
     let mut line = json!({ "id": id, "ok": false, "error": error }).to_string();
     line.push('\n');

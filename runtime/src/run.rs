@@ -1288,8 +1288,30 @@ impl Driver<'_> {
                 let Some(submitter) = self.submitter.as_deref_mut() else {
                     return Err(Refusal::new("closed", "this run cannot take tasks"));
                 };
-                let name = format!("job{}", self.submissions + 1);
-                submitter.jobspec_line(&jobspec, &name)
+                let n = self.submissions + 1;
+                let Value::Array(list) = jobspec else {
+                    return submitter
+                        .jobspec_line(&jobspec, &format!("job{n}"))
+                        .map_err(|mut refusal| {
+                            refusal.message = format!("jobspec: {}", refusal.message);
+                            refusal
+                        });
+                };
+                // A list is one submission: all its jobs, or none.
+                let mut text = String::new();
+                for (k, jobspec) in list.iter().enumerate() {
+                    let line = submitter
+                        .jobspec_line(jobspec, &format!("job{n}_{}", k + 1))
+                        .map_err(|mut refusal| {
+                            refusal.message =
+                                format!("jobspec {} of {}: {}", k + 1, list.len(), refusal.message);
+                            refusal.index = Some(k);
+                            refusal
+                        })?;
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                Ok(text)
             }
             _ => Err(Refusal::new(
                 "bad_request",

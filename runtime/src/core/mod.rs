@@ -498,28 +498,13 @@ impl Core {
     /// Adds a task that arrives now, with no dependencies (a simulated
     /// trace's jobs arrive so). It is runnable at once.
     pub fn submit(&mut self, now: Time, job: Job) -> TaskId {
-        let t = self.slots.len() as u32;
-        self.cores.push(core_count(&job.request));
-        self.slots.push(Slot {
-            job,
-            state: State::Pending,
-            deps_left: 0,
-            attempts: 0,
-            reason: Reason::Waiting,
-            running: None,
-            ready: now,
-            key: 0,
-        });
-        self.offsets.push(self.dependents.len() as u32);
-        self.counts[State::Pending as usize] += 1;
-        self.make_runnable(now, t);
-        TaskId(t)
+        self.add(now, job, &[])
     }
 
     /// Adds a task that arrives now (submitted to a live instance), after
     /// `dependencies`, which may be tasks of any state: one that succeeded
     /// is met, one that ended otherwise skips the new task at once, and the
-    /// others are waited for.
+    /// others are waited for. In a halted core it is cancelled at once.
     pub fn add(&mut self, now: Time, job: Job, dependencies: &[TaskId]) -> TaskId {
         let t = self.slots.len() as u32;
         self.cores.push(core_count(&job.request));

@@ -45,12 +45,16 @@ enum News {
     End,
 }
 
+type Route = (mpsc::UnboundedSender<(usize, News)>, usize);
+
 /// The run's Flux client.
 #[derive(Debug)]
 pub struct Client {
     child: Mutex<std::process::Child>,
     requests: mpsc::UnboundedSender<String>,
-    routes: Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<News>>>>,
+    /// Where each request's news goes: its attempt's channel, with the
+    /// rank it is for.
+    routes: Arc<Mutex<HashMap<u64, Route>>>,
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -74,6 +78,8 @@ pub fn client(job: &Allocation, run_dir: &Path) -> Option<Arc<Client>> {
 
 impl Client {
     fn start(job: &Allocation, run_dir: &Path) -> Result<Client, String> {
+        // One process for the run, not one per rank: `std::process`'s
+        // fork is no cost here (`spawn` is for the ranks' hot path).
         use std::process::{Command, Stdio};
         std::fs::create_dir_all(run_dir).map_err(|e| e.to_string())?;
         let script = run_dir.join("flux-client.py");
@@ -105,7 +111,7 @@ impl Client {
                 }
             }
         });
-        let routes: Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<News>>>> = Default::default();
+        let routes: Arc<Mutex<HashMap<u64, Route>>> = Default::default();
         let routed = routes.clone();
         tokio::spawn(async move {
             let mut from = BufReader::new(from).lines();
@@ -132,14 +138,14 @@ impl Client {
                     News::End
                 };
                 let routes = routed.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(route) = routes.get(&id) {
-                    let _ = route.send(news);
+                if let Some((route, rank)) = routes.get(&id) {
+                    let _ = route.send((*rank, news));
                 }
             }
             // The client is gone: every job it followed is lost to us.
             let mut routes = routed.lock().unwrap_or_else(|e| e.into_inner());
-            for (_, route) in routes.drain() {
-                let _ = route.send(News::Refused("the Flux client ended".to_owned()));
+            for (_, (route, rank)) in routes.drain() {
+                let _ = route.send((rank, News::Refused("the Flux client ended".to_owned())));
             }
         });
         Ok(Client {
@@ -150,17 +156,22 @@ impl Client {
         })
     }
 
-    fn submit(&self, spec: &Value) -> (u64, mpsc::UnboundedReceiver<News>) {
+    /// Submits `spec`; what befalls its job comes to `news` as `(rank, …)`.
+    fn submit(
+        &self,
+        spec: &Value,
+        news: &mpsc::UnboundedSender<(usize, News)>,
+        rank: usize,
+    ) -> u64 {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
         self.routes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+            .insert(id, (news.clone(), rank));
         let mut line = json!({ "id": id, "spec": spec }).to_string();
         line.push('\n');
         let _ = self.requests.send(line);
-        (id, rx)
+        id
     }
 
     fn cancel(&self, id: u64) {
@@ -211,7 +222,6 @@ fn outcome(status: i32) -> Outcome {
 /// One rank's job as it goes.
 struct Rank {
     id: u64,
-    news: mpsc::UnboundedReceiver<News>,
     /// Where its stdout and stderr go, and whether slurp reads them back.
     out: PathBuf,
     err: PathBuf,
@@ -240,6 +250,7 @@ pub async fn run_attempt(
     let env = super::rank_environment(&launch);
     let safe = launch.name.replace('/', "_");
     let mut ranks = Vec::with_capacity(launch.ranks.len());
+    let (news_tx, mut news) = mpsc::unbounded_channel::<(usize, News)>();
     for (r, place) in launch.ranks.iter().enumerate() {
         let share = Step {
             node: place.node as usize,
@@ -277,10 +288,9 @@ pub async fn run_attempt(
             "stdout": { "type": "file", "path": out },
             "stderr": { "type": "file", "path": err },
         }}});
-        let (id, news) = client.submit(&spec);
+        let id = client.submit(&spec, &news_tx, r);
         ranks.push(Rank {
             id,
-            news,
             out,
             err,
             read_back,
@@ -299,27 +309,21 @@ pub async fn run_attempt(
         if ranks.iter().all(|r| r.ended) {
             break;
         }
-        let next = async {
-            // The first rank with news.
-            let mut polls: Vec<_> = ranks
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, r)| !r.ended)
-                .map(|(i, r)| Box::pin(async move { (i, r.news.recv().await) }))
-                .collect();
-            futures_select(&mut polls).await
-        };
         tokio::select! {
-            (i, news) = next => {
+            // `news_tx` is held here: the channel never closes under us.
+            Some((i, news)) = news.recv() => {
                 let rank = &mut ranks[i];
+                if rank.ended {
+                    continue;
+                }
                 match news {
-                    None | Some(News::End) => rank.ended = true,
-                    Some(News::Refused(why)) => {
+                    News::End => rank.ended = true,
+                    News::Refused(why) => {
                         rank.ended = true;
                         refused.get_or_insert(why);
                     }
-                    Some(News::Submitted | News::Started) => {}
-                    Some(News::Exception { kind, note, severity }) => {
+                    News::Submitted | News::Started => {}
+                    News::Exception { kind, note, severity } => {
                         if kind == "timeout" {
                             timed_out = true;
                         }
@@ -330,7 +334,7 @@ pub async fn run_attempt(
                     // Done at `finish`: its shells have exited and written
                     // their output. Flux's own cleanup (`release`, `free`,
                     // `clean`) goes on while the next rank is submitted.
-                    Some(News::Finished(status)) => {
+                    News::Finished(status) => {
                         rank.status = Some(status);
                         rank.ended = true;
                     }
@@ -420,22 +424,6 @@ pub async fn run_attempt(
     }
     finished.elapsed = started.elapsed();
     finished
-}
-
-/// The first of several futures to finish.
-async fn futures_select<F, T>(futures: &mut [std::pin::Pin<Box<F>>]) -> T
-where
-    F: Future<Output = T>,
-{
-    std::future::poll_fn(|cx| {
-        for f in futures.iter_mut() {
-            if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
-                return std::task::Poll::Ready(v);
-            }
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }
 
 #[cfg(test)]

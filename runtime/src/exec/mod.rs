@@ -1,5 +1,7 @@
 //! The local executor: the one module that starts processes (see
-//! [`spawn`] for how, and why not with `std::process`).
+//! [`spawn`] for how, and why not with `std::process`). Inside a Flux
+//! instance a task's ranks are Flux jobs instead, through the run's one
+//! Flux client (`flux_jobs`).
 //!
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
