@@ -377,8 +377,10 @@ struct InstanceArgs {
     /// (far cheaper for many short tasks)
     #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "remote"])]
     srun: String,
-    /// Refuse workflows that expand to more tasks than this
-    #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS)]
+    /// Refuse workflows that expand to more tasks than this (at most
+    /// 4294967295, the most one workflow can hold)
+    #[arg(long, value_name = "N", default_value_t = Options::DEFAULT_MAX_TASKS,
+          value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     max_tasks: u64,
 }
 
@@ -773,7 +775,13 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
     let name = &loaded.sources.get(root.file).display;
 
     let tasks: usize = program.workflows.iter().map(|w| w.tasks.len()).sum();
-    let nested = root.tasks.iter().filter(|t| t.nested.is_some()).count();
+    // Counted over runs of tasks that ask the same: one look per sweep.
+    let runs = root.tasks.runs();
+    let nested: usize = runs
+        .iter()
+        .filter(|r| r.first.nested.is_some())
+        .map(|r| r.len as usize)
+        .sum();
     let edges: usize = program.workflows.iter().map(|w| w.graph.edge_count()).sum();
     writeln!(out, "{name}: ok")?;
     writeln!(
@@ -832,11 +840,11 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
         }
         // Tasks are in template order: the template's first is found by
         // bisection, not by a walk (a file of 10⁶ lines has 10⁶ templates).
-        let first = root.tasks.partition_point(|t| (t.template.0 as usize) < i);
-        if first == root.tasks.len() || root.tasks[first].template.0 as usize != i {
+        let ids = root.tasks.of_template(slurp_runtime::TemplateId(i as u32));
+        if ids.is_empty() {
             continue;
         }
-        let first = TaskId(first as u32);
+        let first = TaskId(ids.start);
         if let Some(launcher) = root.launcher(first) {
             writeln!(
                 out,
@@ -856,14 +864,13 @@ fn summarise(out: &mut impl Write, loaded: &Loaded, opts: &Options) -> io::Resul
         )?;
     }
     let (cores, gpus, mem, largest) =
-        root.tasks
-            .iter()
-            .fold((0u64, 0u64, 0u64, 0u64), |(c, g, m, l), t| {
-                let r = &t.request;
+        runs.iter()
+            .fold((0u64, 0u64, 0u64, 0u64), |(c, g, m, l), run| {
+                let (r, n) = (&run.first.request, u64::from(run.len));
                 (
-                    c + r.total_cores(),
-                    g + r.total_gpus(),
-                    m + r.total_mem(),
+                    c + n * r.total_cores(),
+                    g + n * r.total_gpus(),
+                    m + n * r.total_mem(),
                     l.max(r.total_cores()),
                 )
             });
@@ -1507,14 +1514,16 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         Err(code) => return Ok(code),
     };
     // `--timeout` and `--retries` for the top-level tasks that set none.
-    for task in &mut loaded.program.workflows[0].tasks {
+    let tasks = &mut loaded.program.workflows[0].tasks;
+    tasks.update(0..tasks.len() as u32, |mut task| {
         if task.time_limit.is_none() {
             task.time_limit = timeout;
         }
         if let Some(tries) = args.retries {
             task.retries = task.retries.max(tries - 1);
         }
-    }
+        task
+    });
     if matches!(args.instance.backend.as_str(), "slurm" | "flux")
         && let Some((error, hint)) = refused_by_backend(&loaded, args)
     {

@@ -10,7 +10,6 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use petgraph::graph::NodeIndex;
 use slurp_grammar::{Diagnostic, Span};
 use slurp_runtime::{FileId, TaskId, Template, TemplateId, Text, Workflow};
 
@@ -49,18 +48,7 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
     let mut errors = Vec::new();
     let edges = resolve(workflow, &specs, &mut errors);
     let acyclic = edges.is_empty();
-    let mut graph = petgraph::graph::DiGraph::with_capacity(workflow.tasks.len(), edges.len());
-    for _ in 0..workflow.tasks.len() {
-        graph.add_node(());
-    }
-    for (from, to) in edges {
-        graph.add_edge(
-            NodeIndex::new(from as usize),
-            NodeIndex::new(to as usize),
-            (),
-        );
-    }
-    workflow.graph = graph;
+    workflow.graph = slurp_runtime::Graph::from_edges(edges);
     // Without an edge there is no cycle (and no walk over 10⁷ nodes).
     if errors.is_empty()
         && !acyclic
@@ -73,10 +61,11 @@ pub(crate) fn build(workflow: &mut Workflow, specs: Vec<DepSpec>, diags: &mut Ve
 
 /// Adds the graph of tasks appended to a workflow that already has tasks,
 /// whose referable templates are `old` by name: `specs` are the new
-/// templates', whose `after=` may name the old tasks as well as each
-/// other. A new name may not be an old one. Nothing is added on a mistake.
+/// templates' (whose tasks start at `first`), whose `after=` may name the
+/// old tasks as well as each other. A new name may not be an old one. Nothing is added on a mistake.
 pub(crate) fn extend(
     workflow: &mut Workflow,
+    first: u32,
     old: &HashMap<Box<str>, TemplateId>,
     specs: Vec<DepSpec>,
     diags: &mut Vec<Located>,
@@ -136,48 +125,50 @@ pub(crate) fn extend(
         diags.extend(errors);
         return;
     }
-    let first = workflow.graph.node_count();
-    for _ in first..workflow.tasks.len() {
-        workflow.graph.add_node(());
-    }
     for &(from, to) in &edges {
-        workflow.graph.add_edge(
-            NodeIndex::new(from as usize),
-            NodeIndex::new(to as usize),
-            (),
-        );
+        workflow.graph.add_edge(from, to, ());
     }
     // A cycle can only run through new tasks (old ones wait for no new
-    // one): Kahn's walk over them alone, not over the whole workflow.
-    let n = workflow.tasks.len() - first;
-    let mut indegree = vec![0u32; n];
+    // one): Kahn's walk over the new tasks with edges among them, not over
+    // the whole workflow.
+    let mut indegree: HashMap<u32, u32> = HashMap::new();
     for &(from, to) in &edges {
-        if from as usize >= first {
-            indegree[to as usize - first] += 1;
+        if from >= first {
+            indegree.entry(from).or_insert(0);
+            *indegree.entry(to).or_insert(0) += 1;
         }
     }
-    let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut ready: Vec<u32> = indegree
+        .iter()
+        .filter(|&(_, &d)| d == 0)
+        .map(|(&t, _)| t)
+        .collect();
     let mut seen = 0;
-    while let Some(i) = ready.pop() {
+    while let Some(t) = ready.pop() {
         seen += 1;
         for next in workflow
             .graph
-            .neighbors_directed(NodeIndex::new(first + i), petgraph::Direction::Outgoing)
+            .neighbors_directed(t, petgraph::Direction::Outgoing)
         {
-            let j = next.index() - first;
-            indegree[j] -= 1;
-            if indegree[j] == 0 {
-                ready.push(j);
+            if let Some(d) = indegree.get_mut(&next) {
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(next);
+                }
             }
         }
     }
-    if seen < n {
-        let start = (0..n).find(|&i| indegree[i] > 0).unwrap_or(0);
-        diags.push(report_cycle(workflow, NodeIndex::new(first + start), &all));
-        while workflow.graph.node_count() > first {
-            workflow
-                .graph
-                .remove_node(NodeIndex::new(workflow.graph.node_count() - 1));
+    if seen < indegree.len() {
+        let start = indegree
+            .iter()
+            .filter(|&(_, &d)| d > 0)
+            .map(|(&t, _)| t)
+            .min()
+            .unwrap_or(first);
+        diags.push(report_cycle(workflow, start, &all));
+        let new: Vec<u32> = workflow.graph.nodes().filter(|&t| t >= first).collect();
+        for t in new {
+            workflow.graph.remove_node(t);
         }
     }
 }
@@ -260,7 +251,7 @@ fn resolve(workflow: &Workflow, specs: &[DepSpec], errors: &mut Vec<Located>) ->
             let constant = r.selector.iter().flatten().flatten().all(Text::is_constant);
             let mut shared: Option<Vec<u32>> = None;
             for task in own.clone() {
-                let index = workflow.tasks[task as usize].index;
+                let index = workflow.task(TaskId(task)).index;
                 let found = if constant {
                     if shared.is_none() {
                         shared = Some(resolver.resolve(&r, template, index));
@@ -544,9 +535,9 @@ fn describe_values(axis: &slurp_runtime::Axis) -> String {
 }
 
 /// Finds the shortest cycle through `start` and reports it as task ids.
-fn report_cycle(workflow: &Workflow, start: NodeIndex<u32>, specs: &[DepSpec]) -> Located {
+fn report_cycle(workflow: &Workflow, start: u32, specs: &[DepSpec]) -> Located {
     // Walk "waits for" (incoming) edges back to the start.
-    let mut parent: HashMap<NodeIndex<u32>, NodeIndex<u32>> = HashMap::new();
+    let mut parent: HashMap<u32, u32> = HashMap::new();
     let mut queue = VecDeque::from([start]);
     let mut closing = None;
     'search: while let Some(node) = queue.pop_front() {
@@ -576,17 +567,17 @@ fn report_cycle(workflow: &Workflow, start: NodeIndex<u32>, specs: &[DepSpec]) -
     let first = chain
         .iter()
         .enumerate()
-        .min_by_key(|(_, n)| n.index())
+        .min_by_key(|&(_, &n)| n)
         .map_or(0, |(i, _)| i);
     chain.rotate_left(first);
     let start = chain[0];
     chain.push(start);
     let names: Vec<String> = chain
         .iter()
-        .map(|n| workflow.task_name(TaskId(n.index() as u32)))
+        .map(|&n| workflow.task_name(TaskId(n)))
         .collect();
 
-    let template_of = |n: &NodeIndex<u32>| workflow.tasks[n.index()].template;
+    let template_of = |&n: &u32| workflow.task(TaskId(n)).template;
     let first_spec = specs.iter().find(|s| s.template == template_of(&start));
     let file = first_spec.and_then(|s| s.after.as_ref().map(|a| a.file));
     let mut d = Diagnostic::new(
@@ -609,10 +600,7 @@ fn report_cycle(workflow: &Workflow, start: NodeIndex<u32>, specs: &[DepSpec]) -
         {
             d = d.label(
                 after.span,
-                format!(
-                    "`{}` waits here",
-                    workflow.task_name(TaskId(n.index() as u32))
-                ),
+                format!("`{}` waits here", workflow.task_name(TaskId(*n))),
             );
         }
     }

@@ -40,7 +40,8 @@ pub use report::{Failure, Problem, SourceFile, Sources};
 pub struct Options {
     /// What requests are checked against.
     pub capacity: Capacity,
-    /// The most tasks one program may expand to.
+    /// The most tasks one program may expand to; at most `u32::MAX` (task
+    /// ids are 32-bit), which is what a larger value means.
     pub max_tasks: u64,
     /// Where slurp was started: relative command-line paths and task
     /// working directories resolve against it.
@@ -139,26 +140,19 @@ fn check_capacity(
     let workflow = program.workflow(id);
     let mut reported = HashSet::new();
     let mut slices = Vec::new();
-    // A sweep's members mostly ask for the same: one check per run of them.
-    let mut fitted: Option<slurp_runtime::Request> = None;
-    for task_id in tasks.map(slurp_runtime::TaskId) {
-        let task = workflow.task(task_id);
-        let fits = if fitted == Some(task.request) {
-            Ok(())
-        } else {
-            capacity.fits(&task.request)
-        };
-        if fits.is_ok() {
-            fitted = Some(task.request);
-        }
-        if let Err(short) = fits {
+    // A run of tasks asks for the same: one check per run.
+    for run in workflow.tasks.runs_in(tasks) {
+        let task = run.first;
+        let task_id = slurp_runtime::TaskId(run.start);
+        if let Err(short) = capacity.fits(&task.request) {
             if reported.insert(task.template) {
                 let template = workflow.template(task.template);
-                let count = workflow
+                let count: u64 = workflow
                     .tasks
-                    .iter()
-                    .filter(|t| t.template == task.template && capacity.fits(&t.request).is_err())
-                    .count();
+                    .runs_in(workflow.tasks.of_template(task.template))
+                    .filter(|r| capacity.fits(&r.first.request).is_err())
+                    .map(|r| u64::from(r.len))
+                    .sum();
                 let others = if count > 1 {
                     format!(" (and {} more of its sweep)", count - 1)
                 } else {
@@ -193,6 +187,8 @@ fn check_capacity(
             }
             continue;
         }
+        // A run's members nest the same workflow on the same slice: the
+        // first one's check stands for all.
         if let Some(child) = task.nested {
             slices.push((
                 child,
@@ -293,19 +289,15 @@ impl Live {
                 &mut diags,
             );
             let w = &mut program.workflows[workflow.0 as usize];
-            let first_template = w
-                .tasks
-                .get(range.start as usize)
-                .map_or(w.templates.len(), |t| t.template.0 as usize);
+            let first_template = if (range.start as usize) < w.tasks.len() {
+                w.task(slurp_runtime::TaskId(range.start)).template.0 as usize
+            } else {
+                w.templates.len()
+            };
             if !diags.is_empty() && !range.is_empty() {
                 // Nothing half-added: the tasks that do not fit take the
                 // rest of the submission with them.
-                while w.graph.node_count() > range.start as usize {
-                    let last = petgraph::graph::NodeIndex::new(w.graph.node_count() - 1);
-                    w.graph.remove_node(last);
-                }
-                w.tasks.truncate(range.start as usize);
-                w.templates.truncate(first_template);
+                w.truncate(range.start as usize, first_template);
             } else if diags.is_empty() {
                 for (i, t) in w.templates.iter().enumerate().skip(first_template) {
                     if let (

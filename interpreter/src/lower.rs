@@ -265,7 +265,7 @@ impl<'a> Lowerer<'a> {
         let (mut workflow, deps) = self.read_entries(workflow, file, &path);
         if self.diags.len() == errors {
             let mut diags = std::mem::take(&mut self.diags);
-            dag::extend(&mut workflow, names, deps, &mut diags);
+            dag::extend(&mut workflow, tasks as u32, names, deps, &mut diags);
             self.diags = diags;
         }
         self.stack.pop();
@@ -288,8 +288,7 @@ impl<'a> Lowerer<'a> {
                 });
             }
         } else {
-            workflow.tasks.truncate(tasks);
-            workflow.templates.truncate(templates);
+            workflow.truncate(tasks, templates);
         }
         let end = workflow.tasks.len() as u32;
         self.program.workflows[index] = workflow;
@@ -376,9 +375,8 @@ impl<'a> Lowerer<'a> {
         if self.over_limit {
             return;
         }
-        if count <= self.opts.max_tasks as u128
-            && self.total_tasks as u128 + count > self.opts.max_tasks as u128
-        {
+        let limit = self.opts.max_tasks.min(u64::from(u32::MAX));
+        if count <= limit as u128 && self.total_tasks as u128 + count > limit as u128 {
             // Line by line, the workflow grew past the limit: said once,
             // and nothing after this is lowered.
             self.over_limit = true;
@@ -388,7 +386,7 @@ impl<'a> Lowerer<'a> {
                     "slurp::sweep_too_large",
                     format!(
                         "the workflow expands past the limit of {} tasks here ({} before this line)",
-                        self.opts.max_tasks, self.total_tasks
+                        limit, self.total_tasks
                     ),
                 )
                 .label(entry.span, format!("{count} more"))
@@ -396,13 +394,13 @@ impl<'a> Lowerer<'a> {
             );
             return;
         }
-        if count > self.opts.max_tasks as u128 {
+        if count > limit as u128 {
             let sweep_span = sweep_span(&sweep).unwrap_or(entry.span);
             self.error(
                 file,
                 Diagnostic::new(
                     "slurp::sweep_too_large",
-                    format!("this sweep expands to {count} tasks, over the limit of {}", self.opts.max_tasks),
+                    format!("this sweep expands to {count} tasks, over the limit of {limit}"),
                 )
                 .label(sweep_span, format!("{} = {count} tasks", sweep_product(&axes)))
                 .help("split the work into fewer, larger tasks, or raise the limit with `--max-tasks`"),
@@ -881,7 +879,6 @@ impl<'a> Lowerer<'a> {
             && matches!(f.mem, Field::Const(_))
             && matches!(f.time, Field::Const(_));
         let len = template.len() as u32;
-        workflow.tasks.reserve(len as usize);
         if all_const {
             let task = Task {
                 template: id,
@@ -897,10 +894,7 @@ impl<'a> Lowerer<'a> {
                 retries: constant(&f.retries),
                 nested: None,
             };
-            workflow.tasks.extend((0..len).map(|index| Task {
-                index,
-                ..task.clone()
-            }));
+            workflow.tasks.push_members(task, len);
             return true;
         }
         for index in 0..len {
@@ -1043,9 +1037,9 @@ impl<'a> Lowerer<'a> {
             .unwrap_or_else(|| self.opts.cwd.clone());
         let t = &workflow.templates[template.0 as usize];
         let mut by_path: HashMap<String, Option<WorkflowId>> = HashMap::new();
-        for i in tasks_of(workflow, template) {
-            let i = i as usize;
-            let rendered = t.render(path, workflow.tasks[i].index);
+        let ids = workflow.tasks.of_template(template);
+        workflow.tasks.update(ids, |task| {
+            let rendered = t.render(path, task.index);
             let child = match by_path.get(&rendered) {
                 Some(child) => *child,
                 None => {
@@ -1054,8 +1048,11 @@ impl<'a> Lowerer<'a> {
                     child
                 }
             };
-            workflow.tasks[i].nested = child;
-        }
+            Task {
+                nested: child,
+                ..task
+            }
+        });
         // Rewrite the file word to the absolute path(s) loaded.
         let t = &mut workflow.templates[template.0 as usize];
         let mut words = t.command.words();
@@ -1520,7 +1517,5 @@ fn flush(lit: &mut String, pieces: &mut Vec<Piece>) {
 
 /// The tasks of one template: contiguous, in sweep order.
 pub(crate) fn tasks_of(workflow: &Workflow, template: TemplateId) -> std::ops::Range<u32> {
-    let start = workflow.tasks.partition_point(|t| t.template < template) as u32;
-    let end = workflow.tasks.partition_point(|t| t.template <= template) as u32;
-    start..end
+    workflow.tasks.of_template(template)
 }

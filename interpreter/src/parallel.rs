@@ -236,15 +236,13 @@ pub fn command_line(invocation: &Invocation, opts: &Options) -> Result<Loaded, F
     let count = sweep
         .iter()
         .fold(1u128, |n, a| n * u128::from(a.values.len()));
-    if count > u128::from(opts.max_tasks) {
+    let limit = opts.max_tasks.min(u64::from(u32::MAX));
+    if count > u128::from(limit) {
         diags.push(Located {
             file: Some(file),
             diagnostic: Diagnostic::new(
                 "slurp::sweep_too_large",
-                format!(
-                    "the input sources make {count} tasks, over the limit of {}",
-                    opts.max_tasks
-                ),
+                format!("the input sources make {count} tasks, over the limit of {limit}"),
             )
             .label(
                 Span::new(0, text.len()),
@@ -278,17 +276,7 @@ pub fn command_line(invocation: &Invocation, opts: &Options) -> Result<Loaded, F
         retries: 0,
         nested: None,
     };
-    workflow.tasks = (0..count as u32)
-        .map(|index| Task {
-            index,
-            ..task.clone()
-        })
-        .collect();
-    let mut graph = petgraph::graph::DiGraph::with_capacity(workflow.tasks.len(), 0);
-    for _ in 0..workflow.tasks.len() {
-        graph.add_node(());
-    }
-    workflow.graph = graph;
+    workflow.tasks.push_members(task, count as u32);
     let program = Program {
         workflows: vec![workflow],
         files: vec![PathBuf::from(COMMAND_LINE)],

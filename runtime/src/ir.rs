@@ -4,20 +4,21 @@
 //! resource request known to fit the instance, every nested workflow loaded.
 //! The runtime never sees source text.
 //!
-//! It is compact by design. A sweep line becomes one [`Template`] plus one
-//! small [`Task`] per instance (template, sweep index, concrete request);
-//! names, argv, environment and the jobspec are rendered from the template
-//! on demand. A million tasks so cost tens of megabytes, not the gigabyte
-//! that a million stored jobspecs would.
+//! It is compact by design. A sweep line becomes one [`Template`], and its
+//! members one run of [`Tasks`] when they ask for the same (a billion
+//! members are one entry); names, argv, environment and the jobspec are
+//! rendered from the template on demand. Only tasks with dependencies have
+//! a node in [`Workflow::graph`], so memory grows with the lines, the
+//! members that differ and the explicit edges — not with the sweep.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use petgraph::Direction;
-use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::graphmap::DiGraphMap;
 use serde::Serialize;
 
-/// A task of one workflow; also its node index in [`Workflow::graph`].
+/// A task of one workflow; also its node in [`Workflow::graph`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct TaskId(pub u32);
 
@@ -70,28 +71,48 @@ impl Program {
 pub struct Workflow {
     pub file: FileId,
     pub templates: Vec<Template>,
-    pub tasks: Vec<Task>,
-    /// Node `i` is task `i`; an edge `a → b` means `b` runs after `a`
-    /// succeeded. Acyclic (the interpreter checks).
-    pub graph: DiGraph<(), (), u32>,
+    pub tasks: Tasks,
+    /// Node `i` is task `i`, present only when the task has a dependency
+    /// or a dependent; an edge `a → b` means `b` runs after `a` succeeded.
+    /// Acyclic (the interpreter checks).
+    pub graph: Graph,
 }
+
+/// The dependency graph of a workflow's tasks: sparse, so a task without
+/// dependencies costs nothing in it.
+pub type Graph = DiGraphMap<u32, ()>;
 
 impl Workflow {
     pub fn new(file: FileId) -> Self {
         Workflow {
             file,
             templates: Vec::new(),
-            tasks: Vec::new(),
-            graph: DiGraph::default(),
+            tasks: Tasks::default(),
+            graph: Graph::default(),
         }
     }
 
-    pub fn task(&self, id: TaskId) -> &Task {
-        &self.tasks[id.0 as usize]
+    pub fn task(&self, id: TaskId) -> Task {
+        self.tasks.get(id)
     }
 
     pub fn template(&self, id: TemplateId) -> &Template {
         &self.templates[id.0 as usize]
+    }
+
+    /// Keeps the first `tasks` tasks and `templates` templates, and only
+    /// the edges between kept tasks (what a failed submission undoes).
+    pub fn truncate(&mut self, tasks: usize, templates: usize) {
+        self.tasks.truncate(tasks);
+        self.templates.truncate(templates);
+        let gone: Vec<u32> = self
+            .graph
+            .nodes()
+            .filter(|&t| t as usize >= tasks)
+            .collect();
+        for t in gone {
+            self.graph.remove_node(t);
+        }
     }
 
     pub fn task_ids(&self) -> impl ExactSizeIterator<Item = TaskId> + use<> {
@@ -101,22 +122,22 @@ impl Workflow {
     /// Tasks `id` waits for.
     pub fn dependencies(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
         self.graph
-            .neighbors_directed(NodeIndex::new(id.0 as usize), Direction::Incoming)
-            .map(|n| TaskId(n.index() as u32))
+            .neighbors_directed(id.0, Direction::Incoming)
+            .map(TaskId)
     }
 
     /// Tasks that wait for `id`.
     pub fn dependents(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
         self.graph
-            .neighbors_directed(NodeIndex::new(id.0 as usize), Direction::Outgoing)
-            .map(|n| TaskId(n.index() as u32))
+            .neighbors_directed(id.0, Direction::Outgoing)
+            .map(TaskId)
     }
 
     /// The distinct workflows this one nests.
     pub fn children(&self) -> impl Iterator<Item = WorkflowId> + '_ {
         let mut seen = Vec::new();
-        self.tasks.iter().filter_map(move |t| {
-            let child = t.nested?;
+        self.tasks.runs().iter().filter_map(move |r| {
+            let child = r.first.nested?;
             (!seen.contains(&child)).then(|| {
                 seen.push(child);
                 child
@@ -854,8 +875,9 @@ impl CommandTemplate {
     }
 }
 
-/// One task: small, because there may be millions.
-#[derive(Debug, Clone, PartialEq)]
+/// One task: small, because there may be millions; built on demand from
+/// its run of [`Tasks`].
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Task {
     pub template: TemplateId,
     /// Instance index within the template's sweep (0 without a sweep).
@@ -919,5 +941,420 @@ impl Request {
 
     pub fn total_mem(&self) -> u64 {
         self.ntasks as u64 * self.mem
+    }
+}
+
+/// A workflow's tasks as runs: consecutive tasks that ask for the same
+/// (request, limit, retries, nested workflow) and follow each other — the
+/// members of one sweep (index + 1), or one-task lines in a row (template
+/// + 1) — are one entry. Task `i` is found by bisection over the runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tasks {
+    runs: Vec<Run>,
+    len: u32,
+}
+
+/// Consecutive tasks that differ only in their sweep index or template.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Run {
+    /// Its first task's id.
+    pub start: u32,
+    pub len: u32,
+    /// Its first task; task `start + k` is this one with `k` added to its
+    /// index (a sweep's members) or to its template (lines).
+    pub first: Task,
+    step: Step,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Index,
+    Template,
+}
+
+impl Run {
+    /// Its tasks' ids.
+    pub fn ids(&self) -> std::ops::Range<u32> {
+        self.start..self.start + self.len
+    }
+
+    /// Its `k`-th task.
+    pub fn at(&self, k: u32) -> Task {
+        let mut task = self.first;
+        match self.step {
+            Step::Index => task.index += k,
+            Step::Template => task.template.0 += k,
+        }
+        task
+    }
+
+    /// How `next` would continue the run, if it does.
+    fn continued_by(&self, next: &Task) -> Option<Step> {
+        let last = self.at(self.len - 1);
+        let same = Task {
+            template: last.template,
+            index: last.index,
+            ..*next
+        } == last;
+        if !same {
+            return None;
+        }
+        let by_index = next.template == last.template && next.index == last.index + 1;
+        let by_template =
+            next.template.0 == last.template.0 + 1 && next.index == 0 && last.index == 0;
+        match (self.len, self.step) {
+            (1, _) if by_index => Some(Step::Index),
+            (1, _) if by_template => Some(Step::Template),
+            (_, Step::Index) if by_index => Some(Step::Index),
+            (_, Step::Template) if by_template => Some(Step::Template),
+            _ => None,
+        }
+    }
+}
+
+impl Tasks {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Task `id`; panics past the end, as indexing does.
+    pub fn get(&self, id: TaskId) -> Task {
+        let run = self.run_of(id.0);
+        run.at(id.0 - run.start)
+    }
+
+    fn run_of(&self, id: u32) -> &Run {
+        assert!(id < self.len, "task {id} of {}", self.len);
+        let i = self.runs.partition_point(|r| r.start <= id) - 1;
+        &self.runs[i]
+    }
+
+    pub fn push(&mut self, task: Task) {
+        self.push_members(task, 1);
+    }
+
+    /// Appends `count` tasks: `task` with sweep indices `task.index`,
+    /// `task.index + 1`, ….
+    pub fn push_members(&mut self, task: Task, count: u32) {
+        if count == 0 {
+            return;
+        }
+        let start = self.len;
+        self.len = start
+            .checked_add(count)
+            .unwrap_or_else(|| panic!("more than {} tasks in one workflow", u32::MAX));
+        if let Some(last) = self.runs.last_mut()
+            && let Some(step) = last.continued_by(&task)
+            && (count == 1 || step == Step::Index)
+        {
+            last.step = step;
+            last.len += count;
+            return;
+        }
+        let step = Step::Index;
+        self.runs.push(Run {
+            start,
+            len: count,
+            first: task,
+            step,
+        });
+    }
+
+    /// Keeps the first `len` tasks.
+    pub fn truncate(&mut self, len: usize) {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        if len >= self.len {
+            return;
+        }
+        self.runs.retain(|r| r.start < len);
+        if let Some(last) = self.runs.last_mut() {
+            last.len = last.len.min(len - last.start);
+        }
+        self.len = len;
+    }
+
+    /// Each task of `ids` made what `f` makes of it; runs split and merge
+    /// as the new tasks ask.
+    pub fn update(&mut self, ids: std::ops::Range<u32>, mut f: impl FnMut(Task) -> Task) {
+        let tail = self.split_off(ids.end);
+        let middle = self.split_off(ids.start);
+        for task in middle.iter() {
+            self.push(f(task));
+        }
+        for run in tail.runs {
+            self.push_run(run);
+        }
+    }
+
+    /// The tasks from `at` on, numbered from 0; this keeps those before.
+    fn split_off(&mut self, at: u32) -> Tasks {
+        let mut rest = Tasks::default();
+        if at >= self.len {
+            return rest;
+        }
+        let i = self.runs.partition_point(|r| r.start <= at) - 1;
+        let run = self.runs[i];
+        let k = at - run.start;
+        let mut after = self.runs.split_off(i + 1);
+        if k == 0 {
+            after.insert(0, self.runs.pop().unwrap_or(run));
+        } else {
+            self.runs[i].len = k;
+            after.insert(
+                0,
+                Run {
+                    start: at,
+                    len: run.len - k,
+                    first: run.at(k),
+                    step: run.step,
+                },
+            );
+        }
+        for run in after {
+            rest.push_run(Run {
+                start: run.start - at,
+                ..run
+            });
+        }
+        self.len = at;
+        rest
+    }
+
+    /// Appends `run`'s tasks (its own `start` is ignored).
+    fn push_run(&mut self, run: Run) {
+        match run.step {
+            Step::Index => self.push_members(run.first, run.len),
+            Step::Template => (0..run.len).for_each(|k| self.push(run.at(k))),
+        }
+    }
+
+    /// The runs, in task order: each a stretch of tasks that ask for the
+    /// same, so a check of what tasks ask costs one look per run.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The runs of tasks `ids`, the first and last cut to them.
+    pub fn runs_in(&self, ids: std::ops::Range<u32>) -> impl Iterator<Item = Run> + '_ {
+        let end = ids.end.min(self.len);
+        let from = if ids.start < end {
+            self.runs.partition_point(|r| r.start <= ids.start) - 1
+        } else {
+            self.runs.len()
+        };
+        self.runs[from..]
+            .iter()
+            .take_while(move |r| r.start < end)
+            .map(move |r| {
+                let skip = ids.start.saturating_sub(r.start);
+                Run {
+                    start: r.start + skip,
+                    len: (r.start + r.len).min(end) - r.start - skip,
+                    first: r.at(skip),
+                    step: r.step,
+                }
+            })
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Task> + '_ {
+        Iter {
+            tasks: self,
+            run: 0,
+            k: 0,
+            left: self.len as usize,
+        }
+    }
+
+    pub fn last(&self) -> Option<Task> {
+        self.len.checked_sub(1).map(|i| self.get(TaskId(i)))
+    }
+
+    /// The tasks of `template`: contiguous, in sweep order (tasks are kept
+    /// in template order).
+    pub fn of_template(&self, template: TemplateId) -> std::ops::Range<u32> {
+        let bound = |after: bool| {
+            let (mut lo, mut hi) = (0u32, self.len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let t = self.get(TaskId(mid)).template;
+                if t < template || (after && t == template) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        bound(false)..bound(true)
+    }
+}
+
+impl Extend<Task> for Tasks {
+    fn extend<I: IntoIterator<Item = Task>>(&mut self, iter: I) {
+        for task in iter {
+            self.push(task);
+        }
+    }
+}
+
+impl FromIterator<Task> for Tasks {
+    fn from_iter<I: IntoIterator<Item = Task>>(iter: I) -> Tasks {
+        let mut tasks = Tasks::default();
+        for task in iter {
+            tasks.push(task);
+        }
+        tasks
+    }
+}
+
+struct Iter<'a> {
+    tasks: &'a Tasks,
+    run: usize,
+    k: u32,
+    left: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Task;
+
+    fn next(&mut self) -> Option<Task> {
+        let run = self.tasks.runs.get(self.run)?;
+        let task = run.at(self.k);
+        self.k += 1;
+        if self.k == run.len {
+            self.run += 1;
+            self.k = 0;
+        }
+        self.left -= 1;
+        Some(task)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn task(template: u32, index: u32, cores: u32) -> Task {
+        Task {
+            template: TemplateId(template),
+            index,
+            request: Request {
+                cores,
+                ..Request::default()
+            },
+            time_limit: None,
+            retries: 0,
+            nested: None,
+        }
+    }
+
+    #[test]
+    fn a_sweep_and_lines_in_a_row_are_one_run_each() {
+        let mut tasks = Tasks::default();
+        tasks.push_members(task(0, 0, 1), 1_000_000_000);
+        // Lines: templates 1, 2, 3 with one task each, asking the same.
+        for t in 1..4 {
+            tasks.push(task(t, 0, 2));
+        }
+        // A member that asks for more breaks its run.
+        tasks.push(task(4, 0, 1));
+        tasks.push(task(4, 1, 8));
+        tasks.push(task(4, 2, 1));
+        assert_eq!(tasks.len(), 1_000_000_006);
+        assert_eq!(tasks.runs().len(), 5);
+        assert_eq!(tasks.get(TaskId(999_999_999)), task(0, 999_999_999, 1));
+        assert_eq!(tasks.get(TaskId(1_000_000_001)), task(2, 0, 2));
+        assert_eq!(tasks.of_template(TemplateId(4)), 1_000_000_003..1_000_000_006);
+        assert_eq!(tasks.of_template(TemplateId(0)), 0..1_000_000_000);
+        let cut: Vec<(u32, u32)> = tasks
+            .runs_in(999_999_998..1_000_000_002)
+            .map(|r| (r.start, r.len))
+            .collect();
+        assert_eq!(cut, [(999_999_998, 2), (1_000_000_000, 2)]);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(u32, u32, u32),
+        Members(u32, u32),
+        Truncate(usize),
+        Double(u32, u32),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..3u32, 0..3u32, 1..3u32).prop_map(|(t, i, c)| Op::Push(t, i, c)),
+            (1..3u32, 0..5u32).prop_map(|(c, n)| Op::Members(c, n)),
+            (0..40usize).prop_map(Op::Truncate),
+            (0..40u32, 0..10u32).prop_map(|(a, n)| Op::Double(a, n)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever is pushed, cut and rewritten, the runs hold exactly
+        /// the tasks a plain list would.
+        #[test]
+        fn runs_hold_what_a_list_holds(ops in proptest::collection::vec(op(), 0..60)) {
+            let (mut tasks, mut list) = (Tasks::default(), Vec::<Task>::new());
+            for op in ops {
+                match op {
+                    Op::Push(dt, di, cores) => {
+                        // Tasks stay in template order, as lowering keeps them.
+                        let last = list.last().copied().unwrap_or(task(0, 0, 1));
+                        let t = task(last.template.0 + dt, if dt == 0 { last.index + di } else { di }, cores);
+                        tasks.push(t);
+                        list.push(t);
+                    }
+                    Op::Members(cores, n) => {
+                        let next = list.last().map_or(0, |t| t.template.0 + 1);
+                        tasks.push_members(task(next, 0, cores), n);
+                        list.extend((0..n).map(|i| task(next, i, cores)));
+                    }
+                    Op::Truncate(n) => {
+                        tasks.truncate(n);
+                        list.truncate(n);
+                    }
+                    Op::Double(from, n) => {
+                        let from = from.min(list.len() as u32);
+                        let to = (from + n).min(list.len() as u32);
+                        let double = |mut t: Task| {
+                            t.request.cores *= 2;
+                            t
+                        };
+                        tasks.update(from..to, double);
+                        for t in &mut list[from as usize..to as usize] {
+                            *t = double(*t);
+                        }
+                    }
+                }
+                prop_assert_eq!(tasks.len(), list.len());
+                prop_assert_eq!(tasks.iter().collect::<Vec<_>>(), list.clone());
+                for (i, t) in list.iter().enumerate() {
+                    prop_assert_eq!(tasks.get(TaskId(i as u32)), *t);
+                }
+                let lens: u32 = tasks.runs().iter().map(|r| r.len).sum();
+                prop_assert_eq!(lens as usize, list.len());
+                for w in tasks.runs().windows(2) {
+                    prop_assert_eq!(w[0].start + w[0].len, w[1].start);
+                }
+                if let Some(t) = list.last() {
+                    let ids = tasks.of_template(t.template);
+                    let want = list.iter().filter(|x| x.template == t.template).count();
+                    prop_assert_eq!(ids.len(), want);
+                    prop_assert!(ids.clone().all(|i| list[i as usize].template == t.template));
+                }
+            }
+        }
     }
 }

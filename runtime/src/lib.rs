@@ -24,8 +24,9 @@ pub mod run;
 pub mod show;
 
 pub use ir::{
-    Axis, CommandTemplate, Edit, Extras, FileId, LaunchWith, LineKind, Piece, Program, Quote,
-    Request, Slot, Source, Task, TaskId, Template, TemplateId, Text, Values, Workflow, WorkflowId,
+    Axis, CommandTemplate, Edit, Extras, FileId, Graph, LaunchWith, LineKind, Piece, Program,
+    Quote, Request, Run, Slot, Source, Task, TaskId, Tasks, Template, TemplateId, Text, Values,
+    Workflow, WorkflowId,
 };
 pub use jobspec::Jobspec;
 pub use resources::{Capacity, Machine, Shortfall, amount, format_bytes};
