@@ -176,10 +176,15 @@ fn leaves(program: &Program, workflow: WorkflowId, memo: &mut HashMap<WorkflowId
     }
     let wf = program.workflow(workflow);
     let n = wf
-        .task_ids()
-        .map(|t| match wf.task(t).nested {
-            Some(child) => leaves(program, child, memo),
-            None => 1,
+        .tasks
+        .runs()
+        .iter()
+        .map(|r| {
+            u64::from(r.len)
+                * match r.first.nested {
+                    Some(child) => leaves(program, child, memo),
+                    None => 1,
+                }
         })
         .sum();
     memo.insert(workflow, n);

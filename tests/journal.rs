@@ -38,18 +38,24 @@ fn a_run_journals_every_transition_and_copies_every_file_it_read() {
     let lines = journal_lines(&dir);
     assert_eq!(lines[0]["ev"], "header");
     assert_eq!(lines.last().unwrap()["ev"], "end");
+    // A start record is the attempt's `running`: no transition is
+    // written beside it.
     let states = |task: &str| -> Vec<String> {
         lines
             .iter()
-            .filter(|l| l["ev"] == "state" && l["task"] == task)
-            .map(|l| l["to"].as_str().unwrap().to_owned())
+            .filter(|l| l["task"] == task)
+            .filter_map(|l| match l["ev"].as_str() {
+                Some("state") => Some(l["to"].as_str().unwrap().to_owned()),
+                Some("start") => Some("start".to_owned()),
+                _ => None,
+            })
             .collect()
     };
-    assert_eq!(states("a"), ["runnable", "running", "succeeded"]);
-    assert_eq!(states("b"), ["pending", "runnable", "running", "succeeded"]);
+    assert_eq!(states("a"), ["runnable", "start", "succeeded"]);
+    assert_eq!(states("b"), ["pending", "runnable", "start", "succeeded"]);
     assert_eq!(
         states("sub/c"),
-        ["runnable", "running", "succeeded"],
+        ["runnable", "start", "succeeded"],
         "nested tasks carry their path"
     );
     let start = lines
@@ -136,6 +142,82 @@ fn status_and_runs_after_a_run() {
         .unwrap();
     let runs = String::from_utf8_lossy(&runs.stdout);
     assert!(runs.contains("ended") && runs.contains("w.slurp"), "{runs}");
+}
+
+/// A sweep is journaled as one cohort record and its members from their
+/// starts: no `runnable` line per member, yet `status` counts every member,
+/// those a killed run never started as runnable, and a failed member shows
+/// its own line and reason.
+#[test]
+fn a_sweep_is_one_record_until_its_members_start() {
+    let test = Test::new().file(
+        "w.slurp",
+        "task s[i=1..50]: sh -c 'test {i} != 7'\ntask one: true\n",
+    );
+    let dir = test.path().to_path_buf();
+    let test = test.args(&["--cores", "2", "w.slurp"]);
+    assert_eq!(test.run().status, 1);
+    let lines = journal_lines(&dir);
+    let cohorts: Vec<_> = lines.iter().filter(|l| l["ev"] == "cohort").collect();
+    assert_eq!(cohorts.len(), 1);
+    assert_eq!(cohorts[0]["first"], "s[1]");
+    assert_eq!(cohorts[0]["count"], 50);
+    assert_eq!(cohorts[0]["src"], "w.slurp:1");
+    let member_runnable = lines.iter().any(|l| {
+        l["ev"] == "state" && l["to"] == "runnable" && l["task"].as_str().unwrap().starts_with("s[")
+    });
+    assert!(
+        !member_runnable,
+        "members are not written of before they start"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["ev"] == "state" && l["task"] == "one" && l["to"] == "runnable")
+    );
+    let status = |args: &[&str]| {
+        let out = std::process::Command::new(binary())
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = status(&["status"]);
+    assert!(text.contains("51 tasks: 50 succeeded, 1 failed"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("s[7]")
+            && l.contains("w.slurp:1")
+            && l.contains("exit status 1")),
+        "{text}"
+    );
+    // Killed on one core with most members not started: they are
+    // runnable, not missing.
+    let killed = Test::new().file("w.slurp", "task s[i=1..100]: sleep 0.05\n");
+    let dir = killed.path().to_path_buf();
+    let mut child = std::process::Command::new(binary())
+        .args(["--cores", "1", "w.slurp"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = std::process::Command::new(binary())
+        .args(["status", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let count = |s: &str| json["counts"][s].as_u64().unwrap();
+    assert_eq!(
+        count("succeeded") + count("lost") + count("runnable"),
+        100,
+        "{json}"
+    );
+    assert!(count("succeeded") > 0 && count("runnable") > 50, "{json}");
 }
 
 #[test]
@@ -338,7 +420,6 @@ fn resume_keeps_the_arguments_of_the_first_run() {
 /// pseudo-random moments and resumed until a run ends. Then every task has
 /// succeeded, and no task journaled as succeeded was ever started again.
 fn fault_test(tasks: usize, kills: usize, seed: u64) {
-    let dir = tempfile::tempdir().unwrap();
     let mut workflow = String::new();
     for i in 0..tasks {
         workflow.push_str(&format!(
@@ -346,6 +427,15 @@ fn fault_test(tasks: usize, kills: usize, seed: u64) {
             i % 7
         ));
     }
+    let names = (0..tasks).map(|i| format!("t{i}")).collect();
+    fault_test_of(&workflow, names, kills, seed);
+}
+
+/// `fault_test` of `workflow`, whose tasks are `names` and each append its
+/// name to `out`.
+fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
+    let tasks = names.len();
+    let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.slurp"), workflow).unwrap();
     let mut rng = seed;
     let mut first = true;
@@ -413,8 +503,8 @@ fn fault_test(tasks: usize, kills: usize, seed: u64) {
     }
     assert_eq!(succeeded.len(), tasks, "every task succeeded in the end");
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
-    for i in 0..tasks {
-        assert!(out.lines().any(|l| l == format!("t{i}")), "t{i} never ran");
+    for name in &names {
+        assert!(out.lines().any(|l| l == name), "{name} never ran");
     }
 }
 
@@ -423,12 +513,24 @@ fn killing_slurp_at_random_moments_loses_no_finished_task() {
     fault_test(24, 4, 7);
 }
 
+/// A sweep's members are one cohort, journaled only from their starts: a
+/// kill at any moment still loses no success and reruns none.
+#[test]
+fn killing_slurp_mid_sweep_loses_no_finished_member() {
+    let workflow = "task t[i=0..59]: sh -c 'sleep 0.01; echo t[{i}] >> out'\n";
+    let names = (0..60).map(|i| format!("t[{i}]")).collect();
+    fault_test_of(workflow, names, 5, 11);
+}
+
 /// The same, many times: `cargo test --test journal -- --ignored`.
 #[test]
 #[ignore]
 fn stress_killing_slurp_at_random_moments() {
     for seed in 0..25 {
         fault_test(40, 8, seed);
+        let workflow = "task t[i=0..99]: sh -c 'sleep 0.0{i}; echo t[{i}] >> out'\n";
+        let names = (0..100).map(|i| format!("t[{i}]")).collect();
+        fault_test_of(workflow, names, 8, seed);
     }
 }
 

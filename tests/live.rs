@@ -109,12 +109,16 @@ fn states(run_dir: &Path) -> std::collections::BTreeMap<String, String> {
     let mut states = std::collections::BTreeMap::new();
     for line in journal.lines() {
         let record: Value = serde_json::from_str(line).unwrap();
-        if record["ev"] == "state" {
-            states.insert(
-                record["task"].as_str().unwrap().to_owned(),
-                record["to"].as_str().unwrap().to_owned(),
-            );
-        }
+        // A start record is the attempt's `running`.
+        let state = match record["ev"].as_str() {
+            Some("state") => record["to"].as_str().unwrap(),
+            Some("start") => "running",
+            _ => continue,
+        };
+        states.insert(
+            record["task"].as_str().unwrap().to_owned(),
+            state.to_owned(),
+        );
     }
     states
 }

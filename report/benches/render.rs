@@ -33,6 +33,7 @@ fn journal(path: &std::path::Path) {
         resumes: None,
         started: 1_795_000_000,
         format: 1,
+        boot: String::new(),
     });
     let mut free_at = vec![0u64; CORES as usize];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -64,6 +65,7 @@ fn journal(path: &std::path::Path) {
                 nodes: vec![0],
                 cores: vec![cores.clone()],
                 gpus: vec![vec![]],
+                cohort: None,
             });
             t += run;
             let to = if a + 1 < attempts {
@@ -84,6 +86,7 @@ fn journal(path: &std::path::Path) {
                 },
                 key: None,
                 src: to.is_final().then(|| "bench.slurp:2".to_owned()),
+                cohort: None,
             });
         }
         if fails {
@@ -94,6 +97,7 @@ fn journal(path: &std::path::Path) {
                 reason: serde_json::json!({"dependency": id}),
                 key: None,
                 src: Some("bench.slurp:3".to_owned()),
+                cohort: None,
             });
         }
         for &c in &cores {

@@ -150,6 +150,8 @@ impl Timeline {
     pub fn from_journal(path: &Path) -> io::Result<(Timeline, Header, Damage)> {
         let mut header = Header::default();
         let mut builder = Builder::default();
+        // Each cohort's defining line, which its members' records leave out.
+        let mut cohorts: HashMap<u32, String> = HashMap::new();
         let damage = slurp_runtime::journal::read(path, |_, record| match record {
             Record::Header {
                 run,
@@ -170,8 +172,18 @@ impl Timeline {
                 to,
                 reason,
                 src,
+                cohort,
                 ..
-            } => builder.state(t, &task, to, &reason, src),
+            } => {
+                let src = src.or_else(|| {
+                    let src = cohorts.get(&cohort?)?;
+                    to.is_final().then(|| src.clone())
+                });
+                builder.state(t, &task, to, &reason, src)
+            }
+            Record::Cohort { id, src, .. } => {
+                cohorts.insert(id, src);
+            }
             Record::Start {
                 t,
                 task,
@@ -273,6 +285,10 @@ impl Builder {
             task.attempts[a].end = t;
             task.attempts[a].outcome = Outcome::Retried;
         }
+        // A start is the attempt's `running` (the journal writes no such
+        // transition beside it).
+        task.state = Some(State::Running);
+        task.at = t;
         self.open.insert(i, task.attempts.len());
         self.attempt_lanes
             .push((i, task.attempts.len(), self.held.len()));

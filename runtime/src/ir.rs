@@ -978,6 +978,11 @@ impl Run {
         self.start..self.start + self.len
     }
 
+    /// Whether its tasks are one template's sweep members (not lines).
+    pub fn is_sweep(&self) -> bool {
+        self.step == Step::Index
+    }
+
     /// Its `k`-th task.
     pub fn at(&self, k: u32) -> Task {
         let mut task = self.first;
@@ -1275,7 +1280,10 @@ mod tests {
         assert_eq!(tasks.runs().len(), 5);
         assert_eq!(tasks.get(TaskId(999_999_999)), task(0, 999_999_999, 1));
         assert_eq!(tasks.get(TaskId(1_000_000_001)), task(2, 0, 2));
-        assert_eq!(tasks.of_template(TemplateId(4)), 1_000_000_003..1_000_000_006);
+        assert_eq!(
+            tasks.of_template(TemplateId(4)),
+            1_000_000_003..1_000_000_006
+        );
         assert_eq!(tasks.of_template(TemplateId(0)), 0..1_000_000_000);
         let cut: Vec<(u32, u32)> = tasks
             .runs_in(999_999_998..1_000_000_002)

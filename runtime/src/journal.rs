@@ -77,6 +77,10 @@ pub enum Record {
         /// Seconds since the epoch.
         started: u64,
         format: u32,
+        /// The boot it ran on (`/proc/sys/kernel/random/boot_id`): that of
+        /// every [`Record::Group`] that names none.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        boot: String,
     },
     /// A task moved to `to` (`reason` as the core gave it).
     State {
@@ -92,6 +96,23 @@ pub enum Record {
         /// (the file as the run named it), for reports.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         src: Option<String>,
+        /// The [`Record::Cohort`] the task is a member of.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cohort: Option<u32>,
+    },
+    /// `count` tasks from `first` on (a sweep's members) are runnable from
+    /// the start and written of only from when each starts: the members
+    /// never named in a record are still runnable. `id` numbers cohorts
+    /// across the run.
+    Cohort {
+        t: u64,
+        id: u32,
+        first: String,
+        count: u32,
+        /// The line that defines them, `FILE:LINE` (members' final records
+        /// leave it out).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        src: String,
     },
     /// An attempt started on these logical cores and GPUs, one list per
     /// node it spans, in the top-level instance's ids (a nested task's
@@ -106,6 +127,9 @@ pub enum Record {
         nodes: Vec<u32>,
         cores: Vec<Vec<u32>>,
         gpus: Vec<Vec<u32>>,
+        /// The [`Record::Cohort`] the task is a member of.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cohort: Option<u32>,
     },
     /// An attempt's processes lead (and fill) process group `pgid` on the
     /// boot `boot`: what `slurp cancel` stops when the run's slurp died
@@ -115,6 +139,8 @@ pub enum Record {
         task: String,
         attempt: u32,
         pgid: i32,
+        /// Empty: the header's.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         boot: String,
     },
     /// Tasks submitted to the live instance at `scope` (`""` or `sub/`):
@@ -155,14 +181,16 @@ pub fn boot_id() -> String {
 /// ended (its slurp died while they ran), on this boot: (task, pgid).
 pub fn left_groups(path: &Path) -> io::Result<Vec<(String, i32)>> {
     let boot = boot_id();
+    let mut header_boot = String::new();
     let mut open: BTreeMap<String, i32> = BTreeMap::new();
     read(path, |_, record| match record {
+        Record::Header { boot, .. } => header_boot = boot,
         Record::Group {
             task,
             pgid,
             boot: b,
             ..
-        } if b == boot => {
+        } if (if b.is_empty() { &header_boot } else { &b }) == &boot => {
             open.insert(task, pgid);
         }
         // Any later transition ends the attempt that ran.
@@ -261,6 +289,7 @@ impl Journal {
             resumes: header.resumes,
             started,
             format: FORMAT,
+            boot: boot_id(),
         })?;
         Ok(journal)
     }
@@ -285,9 +314,26 @@ impl Journal {
     /// Appends one record: a single `write` of a whole line, so a line is
     /// either there or torn at the end, never interleaved.
     pub fn write(&mut self, record: &Record) -> io::Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
-        line.push(b'\n');
-        self.file.write_all(&line)
+        self.write_all(std::slice::from_ref(record))
+    }
+
+    /// Appends records in one `write` (what one scheduling step decided:
+    /// a system call per step, not per record); a crash leaves a prefix of
+    /// whole lines and at most one torn.
+    pub fn write_all(&mut self, records: &[Record]) -> io::Result<()> {
+        let mut lines = Vec::with_capacity(160 * records.len());
+        for record in records {
+            serde_json::to_writer(&mut lines, record).map_err(io::Error::other)?;
+            lines.push(b'\n');
+        }
+        self.file.write_all(&lines)
+    }
+
+    /// The `FILE:LINE` of a task's defining line, as the journal names it.
+    pub fn source(&self, wf: &crate::ir::Workflow, task: crate::ir::TaskId) -> String {
+        let source = wf.template(wf.task(task).template).source;
+        let file = self.files.get(source.file.0 as usize).map_or("?", |f| f);
+        format!("{file}:{}", source.line)
     }
 
     /// The record for a core event of the instance at `scope`; a start is
@@ -300,6 +346,7 @@ impl Journal {
         scope: &str,
         event: &Event,
         placed: &[Placed],
+        cohort: Option<u32>,
     ) -> Record {
         let wf = program.workflow(workflow);
         match event {
@@ -323,11 +370,8 @@ impl Journal {
                 // Nested entries have no key: their child instance's tasks do.
                 key: (*to == State::Succeeded && wf.task(*task).nested.is_none())
                     .then(|| key_text(wf.key(*task, scope))),
-                src: to.is_final().then(|| {
-                    let source = wf.template(wf.task(*task).template).source;
-                    let file = self.files.get(source.file.0 as usize).map_or("?", |f| f);
-                    format!("{file}:{}", source.line)
-                }),
+                src: (to.is_final() && cohort.is_none()).then(|| self.source(wf, *task)),
+                cohort,
             },
             Event::Start {
                 time,
@@ -353,6 +397,7 @@ impl Journal {
                 } else {
                     placed.iter().map(|p| p.gpus.clone()).collect()
                 },
+                cohort,
             },
         }
     }
@@ -397,6 +442,9 @@ pub struct Replay {
     pub damage: Damage,
     /// Lines that are not records of this format, by line number.
     pub bad_lines: Vec<usize>,
+    /// Each cohort's members, how many of them have records (the others
+    /// are runnable and never started), and their defining line.
+    pub cohorts: BTreeMap<u32, (u32, u32, String)>,
 }
 
 impl Replay {
@@ -406,7 +454,23 @@ impl Replay {
         for (state, _) in self.tasks.values() {
             counts[*state as usize] += 1;
         }
+        counts[State::Runnable as usize] += self.unstarted() as usize;
         counts
+    }
+
+    /// Cohort members no record names: runnable, never started.
+    pub fn unstarted(&self) -> u64 {
+        self.cohorts
+            .values()
+            .map(|&(count, seen, _)| u64::from(count.saturating_sub(seen)))
+            .sum()
+    }
+
+    /// A record named a task, `new` if for the first time, of `cohort`.
+    fn seen(&mut self, new: bool, cohort: Option<u32>) {
+        if new && let Some(c) = cohort.and_then(|id| self.cohorts.get_mut(&id)) {
+            c.1 += 1;
+        }
     }
 
     /// Whether the process that writes it is still alive: the run has not
@@ -555,17 +619,33 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             reason,
             key,
             src,
+            cohort,
             ..
         } => {
+            let src = src.or_else(|| {
+                let c = replay.cohorts.get(&cohort?)?;
+                (to.is_final() && !c.2.is_empty()).then(|| c.2.clone())
+            });
             if let Some(src) = src {
                 replay.sources.insert(task.clone(), src);
             }
             if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
                 *replay.succeeded.entry(key).or_default() += 1;
             }
-            replay.tasks.insert(task, (to, reason));
+            let new = replay.tasks.insert(task, (to, reason)).is_none();
+            replay.seen(new, cohort);
         }
-        Record::Start { task, .. } => *replay.attempts.entry(task).or_default() += 1,
+        Record::Cohort { id, count, src, .. } => {
+            replay.cohorts.insert(id, (count, 0, src));
+        }
+        Record::Start { task, cohort, .. } => {
+            *replay.attempts.entry(task.clone()).or_default() += 1;
+            // A start is the attempt's `running` (written only so since
+            // the journal has starts).
+            let running = (State::Running, serde_json::json!("ready"));
+            let new = replay.tasks.insert(task, running).is_none();
+            replay.seen(new, cohort);
+        }
         Record::Group { .. } => {}
         Record::Submit {
             scope,

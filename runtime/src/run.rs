@@ -293,6 +293,8 @@ struct Instance {
     /// A nested entry's time limit, when it has one.
     deadline: Option<Time>,
     timed_out: bool,
+    /// The run-wide number of its core's first cohort (the journal's).
+    cohorts: u32,
 }
 
 /// A `wait` request not yet answered.
@@ -347,6 +349,8 @@ struct Driver<'p> {
     socket: Option<Arc<std::path::Path>>,
     /// What `slurp resume` submits again, by scope.
     resubmit: Vec<(String, Submission)>,
+    /// Cohorts numbered so far, run-wide.
+    cohorts: u32,
 }
 
 /// Runs the top-level workflow of `program`, and every workflow it nests,
@@ -408,6 +412,7 @@ pub async fn run<'p>(
         watchers: Vec::new(),
         socket: socket.as_ref().map(|s| Arc::from(s.path.as_path())),
         resubmit: opts.resubmit.clone(),
+        cohorts: 0,
     };
     let root = Instance {
         workflow: WorkflowId(0),
@@ -426,8 +431,10 @@ pub async fn run<'p>(
         names: None,
         deadline: None,
         timed_out: false,
+        cohorts: 0,
     };
     driver.instances.push(root);
+    driver.journal_cohorts(0);
     driver.resubmit_into(0, observer);
     driver.resume(0);
     let mut interrupted = false;
@@ -563,10 +570,17 @@ impl Driver<'_> {
     }
 
     fn log(&mut self, record: Record) {
+        self.log_all(std::slice::from_ref(&record));
+    }
+
+    fn log_all(&mut self, records: &[Record]) {
         let Some(journal) = &mut self.journal else {
             return;
         };
-        if let Err(e) = journal.write(&record)
+        if records.is_empty() {
+            return;
+        }
+        if let Err(e) = journal.write_all(records)
             && !self.journal_error
         {
             self.journal_error = true;
@@ -598,7 +612,8 @@ impl Driver<'_> {
                     task: self.name(instance as usize, task),
                     attempt,
                     pgid,
-                    boot: crate::journal::boot_id(),
+                    // The header's: this slurp's boot.
+                    boot: String::new(),
                 };
                 self.log(record);
             }
@@ -624,23 +639,49 @@ impl Driver<'_> {
             let now = self.now();
             self.instances[i].core.schedule(now);
             let events: Vec<Event> = self.instances[i].core.drain().collect();
-            for event in &events {
-                let placed = match event {
+            let placed: Vec<Vec<Placed>> = events
+                .iter()
+                .map(|event| match event {
                     Event::Start { alloc, .. } => self.place(i, alloc),
                     Event::Transition { .. } => Vec::new(),
-                };
-                // Journaled before it is acted on: a start is on record
-                // before its process exists.
-                if let Some(journal) = &self.journal {
-                    let record = journal.record(
-                        self.program,
-                        self.instances[i].workflow,
-                        &self.instances[i].path,
-                        event,
-                        &placed,
-                    );
-                    self.log(record);
-                }
+                })
+                .collect();
+            // Journaled before they are acted on (a start is on record
+            // before its process exists), in one write for the step. A
+            // start is the attempt's `running`: that transition is not
+            // written again.
+            if let Some(journal) = &self.journal {
+                let inst = &self.instances[i];
+                let records: Vec<Record> = events
+                    .iter()
+                    .zip(&placed)
+                    .filter(|(event, _)| {
+                        !matches!(
+                            event,
+                            Event::Transition {
+                                to: State::Running,
+                                ..
+                            }
+                        )
+                    })
+                    .map(|(event, placed)| {
+                        let task = match event {
+                            Event::Transition { task, .. } | Event::Start { task, .. } => *task,
+                        };
+                        let cohort = inst.core.cohort_of(task).map(|c| inst.cohorts + c as u32);
+                        journal.record(
+                            self.program,
+                            inst.workflow,
+                            &inst.path,
+                            event,
+                            placed,
+                            cohort,
+                        )
+                    })
+                    .collect();
+                self.log_all(&records);
+            }
+            for (event, placed) in events.iter().zip(placed) {
                 observer.event(
                     self.program,
                     self.instances[i].workflow,
@@ -790,7 +831,10 @@ impl Driver<'_> {
         };
         self.running += 1;
         self.seq += 1;
-        self.seqs.insert((i as u32, task), self.seq);
+        // Only the joblog reads it back (and takes it out).
+        if self.joblog.is_some() {
+            self.seqs.insert((i as u32, task), self.seq);
+        }
         let launch = Launch {
             allocation: self.opts.allocation.clone(),
             instance: i as u32,
@@ -887,9 +931,13 @@ impl Driver<'_> {
         let path = format!("{}{}/", parent.path, workflow.task_name(task));
         let child_wf = self.program.workflow(child);
         let now = self.now();
+        // One look per run of tasks that ask the same.
         let too_big = child_wf
-            .task_ids()
-            .find(|&t| capacity.fits(&child_wf.task(t).request).is_err());
+            .tasks
+            .runs()
+            .iter()
+            .find(|r| capacity.fits(&r.first.request).is_err())
+            .map(|r| TaskId(r.start));
         if let Some(t) = too_big {
             // Checked against its slice before the run; a slice spread over
             // nodes at run time can still be too small.
@@ -929,11 +977,41 @@ impl Driver<'_> {
             level,
             done: false,
             tails: HashMap::new(),
+            cohorts: 0,
         });
         let new = self.instances.len() - 1;
+        self.journal_cohorts(new);
         self.resubmit_into(new, observer);
         self.resume(new);
         dirty.push(new);
+    }
+
+    /// Numbers the cohorts of a new instance's core, run-wide, and
+    /// journals each: its members are written of only once they start.
+    fn journal_cohorts(&mut self, i: usize) {
+        let inst = &mut self.instances[i];
+        inst.cohorts = self.cohorts;
+        let workflow = self.program.workflow(inst.workflow);
+        let records: Vec<Record> = inst
+            .core
+            .cohorts()
+            .enumerate()
+            .map(|(k, (first, count))| Record::Cohort {
+                t: self.started.elapsed().as_millis() as u64,
+                id: inst.cohorts + k as u32,
+                first: format!("{}{}", inst.path, workflow.task_name(first)),
+                count,
+                src: self
+                    .journal
+                    .as_ref()
+                    .map(|j| j.source(workflow, first))
+                    .unwrap_or_default(),
+            })
+            .collect();
+        self.cohorts += records.len() as u32;
+        for record in records {
+            self.log(record);
+        }
     }
 
     /// Marks the tasks of a new instance that already succeeded in the run

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
 use slurp_runtime::core::{
-    Backfill, Core, Event, FairShare, Job, Order, Outcome, PolicyKind, Queue, Reason, State, Time,
+    Backfill, Core, Event, FairShare, Job, Order, Outcome, Part, PolicyKind, Queue, Reason, State,
+    Time,
 };
 use slurp_runtime::{Capacity, Request, TaskId};
 
@@ -40,13 +41,43 @@ struct Trace {
 /// that no core or GPU id is held twice and no node's memory is exceeded.
 fn simulate(capacity: Capacity, policy: PolicyKind, specs: &[Spec]) -> Trace {
     let jobs = specs.iter().map(|s| s.job.clone()).collect();
-    let mut core = Core::new(
+    let core = Core::new(
         capacity,
         policy,
         jobs,
         |t| specs[t as usize].deps.clone(),
         Time(0),
     );
+    play(core, capacity, specs)
+}
+
+/// `simulate` with the tasks of each `(first, count)` of `cohorts` one
+/// cohort (they must ask the same and have no dependencies or dependents).
+fn simulate_cohorts(
+    capacity: Capacity,
+    policy: PolicyKind,
+    specs: &[Spec],
+    cohorts: &[(u32, u32)],
+) -> Trace {
+    let mut parts = Vec::new();
+    let mut t = 0;
+    for &(first, count) in cohorts {
+        parts.extend((t..first).map(|i| Part::One(specs[i as usize].job.clone())));
+        parts.push(Part::Many(specs[first as usize].job.clone(), count));
+        t = first + count;
+    }
+    parts.extend((t..specs.len() as u32).map(|i| Part::One(specs[i as usize].job.clone())));
+    let core = Core::with_parts(
+        capacity,
+        policy,
+        parts,
+        |t| specs[t as usize].deps.clone(),
+        Time(0),
+    );
+    play(core, capacity, specs)
+}
+
+fn play(mut core: Core, capacity: Capacity, specs: &[Spec]) -> Trace {
     let mut now = Time(0);
     let mut trace = Trace::default();
     let mut running: BTreeMap<u32, (Time, slurp_runtime::core::Alloc)> = BTreeMap::new();
@@ -541,6 +572,50 @@ proptest! {
         }
     }
 
+    /// A cohort of identical tasks (a sweep's members) is one entry with a
+    /// cursor, yet every task ends as it would if each were its own, each
+    /// starts as often, and without backfilling each starts at the same
+    /// time: the policies cannot tell a cohort from its members.
+    #[test]
+    fn cohorts_schedule_as_their_members_would(
+        specs in arb_specs(24, true),
+        marks in prop::collection::vec((any::<prop::sample::Index>(), 2u32..6), 0..4),
+        p in 0usize..18,
+    ) {
+        let mut specs = specs;
+        let n = specs.len() as u32;
+        // Non-overlapping stretches, in order.
+        let mut cohorts: Vec<(u32, u32)> = Vec::new();
+        let mut starts: Vec<(u32, u32)> = marks.iter().map(|(i, len)| (i.index(n as usize) as u32, *len)).collect();
+        starts.sort_unstable();
+        for (first, len) in starts {
+            let len = len.min(n - first);
+            if len < 2 || cohorts.last().is_some_and(|&(f, l)| first < f + l) {
+                continue;
+            }
+            cohorts.push((first, len));
+        }
+        let in_cohort = |t: u32| cohorts.iter().any(|&(f, l)| (f..f + l).contains(&t));
+        for &(first, len) in &cohorts {
+            for t in first..first + len {
+                specs[t as usize].job = specs[first as usize].job.clone();
+                specs[t as usize].deps.clear();
+            }
+        }
+        for t in 0..n {
+            specs[t as usize].deps.retain(|&d| !in_cohort(d));
+        }
+        let policy = policies()[p % policies().len()];
+        let each = simulate(CAP, policy, &specs);
+        let grouped = simulate_cohorts(CAP, policy, &specs, &cohorts);
+        prop_assert_eq!(&grouped.finals, &each.finals);
+        let counts = |t: &Trace| t.starts.iter().map(|(&k, v)| (k, v.len())).collect::<BTreeMap<_, _>>();
+        prop_assert_eq!(counts(&grouped), counts(&each));
+        if policy.backfill == Backfill::None {
+            prop_assert_eq!(&grouped.starts, &each.starts, "{}", policy);
+        }
+    }
+
     /// FCFS starts tasks in submission order.
     #[test]
     fn fcfs_starts_in_order(specs in arb_specs(24, false)) {
@@ -727,4 +802,96 @@ fn easy_backfills_around_a_chosen_head_and_fcfs_does_not() {
         [0, 50, 0],
         "s ends before w's reservation: it backfills"
     );
+}
+
+/// A cohort's members answer for themselves: one cancelled before it
+/// starts, members resumed, the rest cancelled by a halt — states, counts
+/// and events as if each were its own task, and only started members ever
+/// hold a slot's worth of events.
+#[test]
+fn a_cohort_cancels_resumes_and_halts_member_by_member() {
+    let one = Capacity {
+        nodes: 1,
+        cores_per_node: 1,
+        gpus_per_node: 0,
+        mem_per_node: 1 << 30,
+    };
+    let parts = vec![
+        Part::One(job(1, 1, None)),
+        Part::Many(job(1, 1, Some(10)), 8),
+    ];
+    let mut core = Core::with_parts(one, PolicyKind::EASY, parts, |_| Vec::new(), Time(0));
+    assert_eq!(core.cohorts().collect::<Vec<_>>(), [(TaskId(1), 8)]);
+    assert_eq!(core.cohort_of(TaskId(3)), Some(0));
+    assert_eq!(core.cohort_of(TaskId(0)), None);
+    // Members 2 and 4 succeeded in the run resumed.
+    core.resume(Time(0), |t| t == TaskId(2) || t == TaskId(4));
+    assert_eq!(core.state(TaskId(4)), State::Succeeded);
+    assert_eq!(core.reason(TaskId(4)), Reason::Resumed);
+    // Only the individual task was announced at the start; resumed
+    // members are told as such.
+    let first: Vec<(u32, State)> = core
+        .drain()
+        .filter_map(|e| match e {
+            Event::Transition { task, to, .. } => Some((task.0, to)),
+            Event::Start { .. } => None,
+        })
+        .collect();
+    assert_eq!(
+        first,
+        [
+            (0, State::Runnable),
+            (2, State::Succeeded),
+            (4, State::Succeeded)
+        ]
+    );
+    assert!(core.cancel(Time(0), TaskId(5)));
+    assert_eq!(core.state(TaskId(5)), State::Cancelled);
+    let mut started = Vec::new();
+    let mut now = Time(0);
+    // One core: run tasks one by one until three have started.
+    while started.len() < 3 {
+        core.schedule(now);
+        let starts: Vec<u32> = core
+            .drain()
+            .filter_map(|e| match e {
+                Event::Start { task, .. } => Some(task.0),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts.len(), 1, "one core: one start at a time");
+        started.push(starts[0]);
+        now = now.plus_secs(1);
+        core.on_finished(now, TaskId(starts[0]), Outcome::Success);
+    }
+    assert_eq!(
+        started,
+        [0, 1, 3],
+        "resumed and cancelled members are skipped"
+    );
+    assert_eq!(core.state(TaskId(3)), State::Succeeded);
+    assert_eq!(core.attempts(TaskId(3)), 1);
+    assert_eq!(core.state(TaskId(6)), State::Runnable);
+    let counts = core.counts();
+    assert_eq!(counts[State::Succeeded as usize], 5);
+    assert_eq!(counts[State::Cancelled as usize], 1);
+    assert_eq!(counts[State::Runnable as usize], 3);
+    core.drain().for_each(drop);
+    core.halt(now);
+    let halted: Vec<u32> = core
+        .drain()
+        .filter_map(|e| match e {
+            Event::Transition {
+                task,
+                to: State::Cancelled,
+                reason: Reason::Halted,
+                ..
+            } => Some(task.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(halted, [6, 7, 8]);
+    assert!(core.is_done());
+    assert_eq!(core.state(TaskId(8)), State::Cancelled);
+    assert_eq!(core.counts()[State::Cancelled as usize], 4);
 }

@@ -202,6 +202,7 @@ pub fn run(
             reason: serde_json::json!("resumed"),
             key: Some(crate::journal::key_text(wf.key(t, ""))),
             src: Some(sources(t)),
+            cohort: None,
         });
         observer.event(
             program,
@@ -295,6 +296,7 @@ pub fn run(
                 reason: serde_json::json!({ key: job }),
                 key: None,
                 src: None,
+                cohort: None,
             });
         }
     }
@@ -369,6 +371,7 @@ pub fn run(
                         nodes: Vec::new(),
                         cores: Vec::new(),
                         gpus: Vec::new(),
+                        cohort: None,
                     });
                 }
             }
@@ -407,6 +410,7 @@ pub fn run(
                 key: (to == State::Succeeded && wf.task(id).nested.is_none())
                     .then(|| crate::journal::key_text(wf.key(id, ""))),
                 src: to.is_final().then(|| sources(id)),
+                cohort: None,
             });
             observer.event(
                 program,

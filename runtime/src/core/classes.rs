@@ -26,17 +26,17 @@ fn least(c: usize) -> u64 {
 }
 
 /// Which tasks a pass wants: those but `skip` needing at most `free`
-/// cores (`cores` is every task's need, by task).
-#[derive(Debug, Clone, Copy)]
+/// cores (`cores` gives a task's need).
+#[derive(Clone, Copy)]
 pub(super) struct Fit<'a> {
-    pub cores: &'a [u32],
+    pub cores: &'a dyn Fn(u32) -> u32,
     pub free: u64,
     pub skip: u32,
 }
 
 impl Fit<'_> {
     fn keeps(&self, t: u32) -> bool {
-        t != self.skip && self.cores[t as usize] as u64 <= self.free
+        t != self.skip && (self.cores)(t) as u64 <= self.free
     }
 }
 
@@ -197,28 +197,30 @@ mod tests {
         assert_eq!(class(u32::MAX), 32);
     }
 
-    fn fit(cores: &[u32], free: u64, skip: u32) -> Fit<'_> {
+    fn fit(cores: &dyn Fn(u32) -> u32, free: u64, skip: u32) -> Fit<'_> {
         Fit { cores, free, skip }
     }
 
     #[test]
     fn passes_merge_the_classes_that_fit_in_order() {
         // Tasks 0..6 need 1, 8, 2, 3, 1, 16 cores; limits 50, 10, 40, 30, 20, 5.
-        let cores = [1, 8, 2, 3, 1, 16];
+        let need = [1, 8, 2, 3, 1, 16];
+        let cores = |t: u32| need[t as usize];
+        let cores = &cores;
         let limits = [50, 10, 40, 30, 20, 5];
         let mut c = Classes::new();
         for t in 0..6u32 {
-            c.insert(cores[t as usize], limits[t as usize], t as u64, t);
+            c.insert(need[t as usize], limits[t as usize], t as u64, t);
         }
         assert_eq!(c.least_cores(), Some(1));
         // 3 free cores: tasks 0, 2, 3, 4 fit; shortest first.
         assert_eq!(
-            c.shortest(fit(&cores, 3, u32::MAX), u64::MAX, None, 10, &mut 100),
+            c.shortest(fit(cores, 3, u32::MAX), u64::MAX, None, 10, &mut 100),
             [4, 3, 2, 0]
         );
         assert_eq!(
             c.shortest(
-                fit(&cores, 3, u32::MAX),
+                fit(cores, 3, u32::MAX),
                 u64::MAX,
                 Some((20, 4)),
                 10,
@@ -226,33 +228,33 @@ mod tests {
             ),
             [3, 2, 0]
         );
-        assert_eq!(c.shortest(fit(&cores, 3, 4), 30, None, 10, &mut 100), [3]);
+        assert_eq!(c.shortest(fit(cores, 3, 4), 30, None, 10, &mut 100), [3]);
         // 2 free: the class of 3–4 cores is not looked at; queue order
         // after task 0.
         assert_eq!(
-            c.in_order(fit(&cores, 2, u32::MAX), (0, 0), 10, &mut 100),
+            c.in_order(fit(cores, 2, u32::MAX), (0, 0), 10, &mut 100),
             [2, 4]
         );
         assert_eq!(
-            c.in_order(fit(&cores, 100, u32::MAX), (0, 0), 2, &mut 100),
+            c.in_order(fit(cores, 100, u32::MAX), (0, 0), 2, &mut 100),
             [1, 2]
         );
         // The budget bounds what is looked at, kept or not.
         let mut budget = 1;
         assert_eq!(
-            c.in_order(fit(&cores, 2, u32::MAX), (0, 0), 10, &mut budget),
+            c.in_order(fit(cores, 2, u32::MAX), (0, 0), 10, &mut budget),
             [2]
         );
         assert_eq!(budget, 0);
         // 3 free: task 3 (3 cores) is in the 3–4 class and kept; with a
         // 3-core limit a 4-core task there would be looked at and dropped.
         assert_eq!(
-            c.in_order(fit(&cores, 3, u32::MAX), (0, 0), 10, &mut 100),
+            c.in_order(fit(cores, 3, u32::MAX), (0, 0), 10, &mut 100),
             [2, 3, 4]
         );
         let mut some = c.small_enough(
             Fit {
-                cores: &cores,
+                cores,
                 free: 3,
                 skip: 2,
             },
@@ -265,7 +267,7 @@ mod tests {
         c.remove(1, 20, 4, 4);
         assert_eq!(c.least_cores(), Some(2));
         assert_eq!(
-            c.in_order(fit(&cores, 100, u32::MAX), (0, 0), 10, &mut 100),
+            c.in_order(fit(cores, 100, u32::MAX), (0, 0), 10, &mut 100),
             [1, 2, 3, 5]
         );
         c.clear();

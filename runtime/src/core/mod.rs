@@ -13,15 +13,23 @@
 //! Dependencies are afterok. A failed attempt with retries left goes back
 //! to `runnable` at its old place in the queue.
 //!
+//! A sweep's identical, independent members are one **cohort**
+//! (`slots.rs`): one queue entry with a cursor, its members given slots as
+//! they are admitted and giving them up as they succeed, so the core holds
+//! what runs, not the sweep. Their `runnable` is not announced one by one:
+//! a member is first heard of when it starts.
+//!
 //! Invariants (checked by the property tests): resources are never
 //! oversubscribed; nothing starts before its dependencies succeeded; every
-//! task whose dependencies succeed eventually starts.
+//! task whose dependencies succeed eventually starts; a cohort schedules as
+//! its members would one by one.
 
 mod classes;
 mod cluster;
 mod fairshare;
 mod kinetic;
 mod policy;
+mod slots;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -33,6 +41,8 @@ pub use cluster::{Alloc, Amounts, Cluster, Counts, NodeSlice};
 pub use fairshare::{FairShare, HALF_LIFE, Snapshot};
 use kinetic::Tournament;
 pub use policy::{Backfill, Order, PolicyKind, UnknownPolicy, float_key};
+pub use slots::Part;
+use slots::Slots;
 
 use crate::ir::{Request, TaskId, Workflow};
 use crate::resources::Capacity;
@@ -50,7 +60,7 @@ impl Time {
 }
 
 /// What the core needs of a task.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Job {
     pub request: Request,
     /// Seconds; also the estimate backfilling uses. `None`: unbounded.
@@ -251,11 +261,10 @@ impl Queue<'_> {
 pub struct Core {
     cluster: Cluster,
     policy: PolicyKind,
-    slots: Vec<Slot>,
-    /// Cores each task needs, dense: backfilling filters hundreds of
-    /// queued tasks per decision by it without touching their slots.
-    cores: Vec<u32>,
-    /// Dependents of each task (CSR: `dependents[offsets[t]..offsets[t+1]]`).
+    /// Every task's slot, a cohort's members only while admitted.
+    slots: Slots,
+    /// Dependents of each individual task, by its index among them (CSR:
+    /// `dependents[offsets[i]..offsets[i+1]]`).
     offsets: Vec<u32>,
     dependents: Vec<u32>,
     /// Dependents added after the core was made ([`Core::add`]): tasks
@@ -284,6 +293,9 @@ pub struct Core {
     chosen: Option<(u32, Time)>,
     /// Under `fairshare`: each user's decayed usage and queued tasks.
     fairshare: Option<FairShare>,
+    /// Starts so far (a pass that started something is run again when
+    /// cohorts admitted members behind what it had looked at).
+    starts: u64,
 }
 
 impl Core {
@@ -296,43 +308,48 @@ impl Core {
         dependencies: impl Fn(u32) -> I,
         now: Time,
     ) -> Self {
-        let n = jobs.len();
-        let mut indegree = vec![0u32; n];
+        let parts = jobs.into_iter().map(Part::One).collect();
+        Core::with_parts(capacity, policy, parts, dependencies, now)
+    }
+
+    /// A core for `parts`, task ids in order: individual tasks, where
+    /// `dependencies(t)` lists what task `t` waits for (individual tasks
+    /// only), and cohorts of identical independent tasks (events only for
+    /// the individual ones: a cohort's members are runnable from the start
+    /// and first heard of when they start).
+    pub fn with_parts<I: IntoIterator<Item = u32>>(
+        capacity: Capacity,
+        policy: PolicyKind,
+        parts: Vec<Part>,
+        dependencies: impl Fn(u32) -> I,
+        now: Time,
+    ) -> Self {
+        let mut slots = Slots::new(parts, now, |_| 0);
+        let own: Vec<u32> = slots.own_ids().collect();
         let mut edges: Vec<(u32, u32)> = Vec::new();
-        for t in 0..n as u32 {
+        for &t in &own {
             for d in dependencies(t) {
                 edges.push((d, t));
-                indegree[t as usize] += 1;
+                slots.get_mut(t).deps_left += 1;
             }
         }
         edges.sort_unstable();
-        let mut offsets = vec![0u32; n + 1];
+        let mut offsets = vec![0u32; own.len() + 1];
         for &(d, _) in &edges {
-            offsets[d as usize + 1] += 1;
+            let Some(i) = slots.own_index(d) else {
+                unreachable!("task {d} is waited for but in a cohort");
+            };
+            offsets[i + 1] += 1;
         }
-        for i in 0..n {
+        for i in 0..own.len() {
             offsets[i + 1] += offsets[i];
         }
         let dependents = edges.into_iter().map(|(_, t)| t).collect();
-        let cores = jobs.iter().map(|j| core_count(&j.request)).collect();
+        let members: usize = slots.cohorts.iter().map(|c| c.ids.len()).sum();
         let mut core = Core {
             cluster: Cluster::new(capacity),
-            cores,
             policy,
-            slots: jobs
-                .into_iter()
-                .zip(&indegree)
-                .map(|(job, &deps_left)| Slot {
-                    job,
-                    state: State::Pending,
-                    deps_left,
-                    attempts: 0,
-                    reason: Reason::Waiting,
-                    running: None,
-                    ready: now,
-                    key: 0,
-                })
-                .collect(),
+            slots,
             offsets,
             dependents,
             late: Default::default(),
@@ -346,10 +363,12 @@ impl Core {
             chooser: None,
             chosen: None,
             fairshare: (policy.order == Order::Fairshare).then(|| FairShare::new(HALF_LIFE)),
+            starts: 0,
         };
-        core.counts[State::Pending as usize] = n;
-        for t in 0..n as u32 {
-            if core.slots[t as usize].deps_left == 0 {
+        core.counts[State::Pending as usize] = own.len();
+        core.counts[State::Runnable as usize] = members;
+        for t in own {
+            if core.slots.get(t).deps_left == 0 {
                 core.make_runnable(now, t);
             } else {
                 core.outbox.push(Event::Transition {
@@ -360,46 +379,95 @@ impl Core {
                 });
             }
         }
+        for c in 0..core.slots.cohorts.len() {
+            core.admit(now, c);
+        }
         core
     }
 
-    /// A core for the tasks of a workflow.
+    /// Queues cohort `c`'s next waiting member, if it has one.
+    fn admit(&mut self, now: Time, c: usize) {
+        if !self.halted
+            && let Some(t) = self.slots.admit(c)
+        {
+            self.enqueue(now, t);
+        }
+    }
+
+    /// The cohorts: each one's first task and how many it has.
+    pub fn cohorts(&self) -> impl Iterator<Item = (TaskId, u32)> + '_ {
+        self.slots
+            .cohorts
+            .iter()
+            .map(|c| (TaskId(c.ids.start), c.ids.len() as u32))
+    }
+
+    /// The cohort `task` is a member of (its index in [`Core::cohorts`]).
+    pub fn cohort_of(&self, task: TaskId) -> Option<usize> {
+        self.slots.cohort_of(task.0)
+    }
+
+    /// A core for the tasks of a workflow: a run of a sweep's members
+    /// that ask the same, with no dependencies and no dependents and not
+    /// nested entries, is one cohort; every other task is its own.
     pub fn for_workflow(
         capacity: Capacity,
         policy: PolicyKind,
         workflow: &Workflow,
         now: Time,
     ) -> Self {
-        let jobs = workflow
-            .tasks
-            .iter()
-            .map(|t| Job {
-                request: t.request,
-                time_limit: t.time_limit.map(|l| l.get()),
-                retries: t.retries,
-                user: t.template.0,
-            })
-            .collect();
-        Core::new(
+        let job = |t: crate::ir::Task| Job {
+            request: t.request,
+            time_limit: t.time_limit.map(|l| l.get()),
+            retries: t.retries,
+            user: t.template.0,
+        };
+        // Tasks with an edge split the runs they are in.
+        let mut linked: Vec<u32> = workflow.graph.nodes().collect();
+        linked.sort_unstable();
+        let mut parts = Vec::new();
+        for run in workflow.tasks.runs() {
+            let ids = run.ids();
+            let cohort = run.first.nested.is_none() && run.is_sweep();
+            if !cohort {
+                parts.extend(ids.map(|t| Part::One(job(workflow.task(TaskId(t))))));
+                continue;
+            }
+            let mut from = ids.start;
+            let first = linked.partition_point(|&t| t < ids.start);
+            let cuts = linked[first..].iter().take_while(|&&t| t < ids.end);
+            for &cut in cuts.chain(std::iter::once(&ids.end)) {
+                match cut - from {
+                    0 => {}
+                    1 => parts.push(Part::One(job(run.at(from - ids.start)))),
+                    n => parts.push(Part::Many(job(run.at(from - ids.start)), n)),
+                }
+                if cut < ids.end {
+                    parts.push(Part::One(job(run.at(cut - ids.start))));
+                }
+                from = cut + 1;
+            }
+        }
+        Core::with_parts(
             capacity,
             policy,
-            jobs,
+            parts,
             |t| workflow.dependencies(TaskId(t)).map(|d| d.0),
             now,
         )
     }
 
     pub fn state(&self, task: TaskId) -> State {
-        self.slots[task.0 as usize].state
+        self.slots.status(task.0).0
     }
 
     /// Why the task is in its state (the last transition's reason).
     pub fn reason(&self, task: TaskId) -> Reason {
-        self.slots[task.0 as usize].reason.clone()
+        self.slots.status(task.0).1
     }
 
     pub fn attempts(&self, task: TaskId) -> u32 {
-        self.slots[task.0 as usize].attempts
+        self.slots.status(task.0).2
     }
 
     /// How many tasks are in each state, indexed by `State as usize`.
@@ -412,7 +480,7 @@ impl Core {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.slots.len() == 0
     }
 
     /// True when every task reached a final state.
@@ -437,7 +505,7 @@ impl Core {
     }
 
     fn set_state(&mut self, time: Time, task: u32, to: State, reason: Reason) {
-        let slot = &mut self.slots[task as usize];
+        let slot = self.slots.get_mut(task);
         self.counts[slot.state as usize] -= 1;
         self.counts[to as usize] += 1;
         slot.state = to;
@@ -451,18 +519,19 @@ impl Core {
     }
 
     fn make_runnable(&mut self, now: Time, task: u32) {
-        self.slots[task as usize].ready = now;
+        self.slots.get_mut(task).ready = now;
         self.enqueue(now, task);
         self.set_state(now, task, State::Runnable, Reason::Ready);
     }
 
     fn enqueue(&mut self, now: Time, task: u32) {
-        let slot = &mut self.slots[task as usize];
+        let cores = self.slots.cores(task);
+        let slot = self.slots.get_mut(task);
         slot.key = self.policy.key(&slot.job, slot.ready);
+        let slot = self.slots.get(task);
         self.queue.insert((slot.key, task));
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
-        self.classes
-            .insert(self.cores[task as usize], limit, slot.key, task);
+        self.classes.insert(cores, limit, slot.key, task);
         if let Some(kinetic) = &mut self.kinetic {
             kinetic.insert(task, self.policy.slope(&slot.job), slot.ready.0, now.0);
         }
@@ -476,13 +545,16 @@ impl Core {
 
     /// Takes a queued task out of both indexes.
     fn dequeue(&mut self, now: Time, task: u32) -> bool {
-        let slot = &self.slots[task as usize];
+        if !self.slots.has(task) {
+            return false;
+        }
+        let slot = self.slots.get(task);
         if !self.queue.remove(&(slot.key, task)) {
             return false;
         }
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.classes
-            .remove(self.cores[task as usize], limit, slot.key, task);
+            .remove(self.slots.cores(task), limit, slot.key, task);
         if let Some(kinetic) = &mut self.kinetic {
             kinetic.remove(task, now.0);
         }
@@ -506,24 +578,13 @@ impl Core {
     /// is met, one that ended otherwise skips the new task at once, and the
     /// others are waited for. In a halted core it is cancelled at once.
     pub fn add(&mut self, now: Time, job: Job, dependencies: &[TaskId]) -> TaskId {
-        let t = self.slots.len() as u32;
-        self.cores.push(core_count(&job.request));
-        self.slots.push(Slot {
-            job,
-            state: State::Pending,
-            deps_left: 0,
-            attempts: 0,
-            reason: Reason::Waiting,
-            running: None,
-            ready: now,
-            key: 0,
-        });
+        let t = self.slots.push_own(job, 0, now);
         self.offsets.push(self.dependents.len() as u32);
         self.counts[State::Pending as usize] += 1;
         let mut failed = None;
         let mut left = 0;
         for &dep in dependencies {
-            match self.slots[dep.0 as usize].state {
+            match self.slots.status(dep.0).0 {
                 State::Succeeded => {}
                 state if state.is_final() => failed = failed.or(Some(dep)),
                 _ => {
@@ -532,7 +593,7 @@ impl Core {
                 }
             }
         }
-        self.slots[t as usize].deps_left = left;
+        self.slots.get_mut(t).deps_left = left;
         if let Some(dep) = failed {
             self.set_state(now, t, State::Skipped, Reason::Dependency(dep));
         } else if left == 0 && !self.halted {
@@ -556,9 +617,21 @@ impl Core {
     /// as it ended. Returns whether the task was cancelled here.
     pub fn cancel(&mut self, now: Time, task: TaskId) -> bool {
         let t = task.0;
-        match self.slots[t as usize].state {
+        match self.slots.status(t).0 {
             State::Pending | State::Runnable => {
-                self.dequeue(now, t);
+                let cohort = self.slots.cohort_of(t);
+                if let Some(c) = cohort
+                    && !self.slots.has(t)
+                {
+                    self.slots.materialise(c, t);
+                }
+                let fresh = self.slots.get(t).attempts == 0;
+                if self.dequeue(now, t)
+                    && fresh
+                    && let Some(c) = cohort
+                {
+                    self.admit(now, c);
+                }
                 if self.chosen.is_some_and(|(c, _)| c == t) {
                     self.chosen = None;
                 }
@@ -578,7 +651,14 @@ impl Core {
         if self.halted || self.cluster.free().cores < smallest {
             return;
         }
-        policy::select(self, now);
+        loop {
+            let before = self.starts;
+            policy::select(self, now);
+            // A pass may have walked past the members its starts admitted.
+            if self.starts == before || self.slots.cohorts.is_empty() {
+                break;
+            }
+        }
     }
 
     /// Lets `chooser` pick the head from now on. The queue keeps
@@ -597,6 +677,14 @@ impl Core {
         for t in queued {
             self.enqueue(now, t);
         }
+        // A chooser sees every member, as it sees every task.
+        for c in 0..self.slots.cohorts.len() {
+            while !self.halted
+                && let Some(t) = self.slots.admit(c)
+            {
+                self.enqueue(now, t);
+            }
+        }
     }
 
     /// The task that ranks first now.
@@ -605,17 +693,17 @@ impl Core {
             // The standing choice, for the rest of its instant.
             if let Some((c, at)) = self.chosen
                 && at == now
-                && self.slots[c as usize].state == State::Runnable
+                && self.slots.has(c)
+                && self.slots.get(c).state == State::Runnable
             {
                 return Some(c);
             }
             let queue = Queue(&self.queue);
             let first = queue.first()?;
             let pick = chooser.choose(now, queue, self.cluster.free().cores);
-            let queued = self
-                .slots
-                .get(pick as usize)
-                .is_some_and(|slot| self.queue.contains(&(slot.key, pick)));
+            let queued = (pick as usize) < self.slots.len()
+                && self.slots.has(pick)
+                && self.queue.contains(&(self.slots.get(pick).key, pick));
             let pick = if queued { pick } else { first };
             self.chosen = Some((pick, now));
             return Some(pick);
@@ -645,18 +733,26 @@ impl Core {
             out.push(t);
         }
         for &t in &out {
-            let slot = &self.slots[t as usize];
+            let slot = self.slots.get(t);
             kinetic.insert(t, self.policy.slope(&slot.job), slot.ready.0, now.0);
         }
         out
     }
 
     fn start(&mut self, now: Time, task: u32) {
-        let request = self.slots[task as usize].job.request;
+        let request = self.slots.get(task).job.request;
         let Some(alloc) = self.cluster.allocate(&request) else {
             unreachable!("the policy chose task {task}, which does not fit");
         };
         self.dequeue(now, task);
+        self.starts += 1;
+        // A cohort's member that starts for the first time makes room in
+        // the queue for the next.
+        if self.slots.get(task).attempts == 0
+            && let Some(c) = self.slots.cohort_of(task)
+        {
+            self.admit(now, c);
+        }
         if self.chosen.is_some_and(|(c, _)| c == task) {
             self.chosen = None;
         }
@@ -664,13 +760,9 @@ impl Core {
             chooser.started(now, task);
         }
         if let Some(fs) = &mut self.fairshare {
-            fs.started(
-                self.slots[task as usize].job.user,
-                self.cores[task as usize],
-                now,
-            );
+            fs.started(self.slots.get(task).job.user, self.slots.cores(task), now);
         }
-        let slot = &mut self.slots[task as usize];
+        let slot = self.slots.get_mut(task);
         slot.attempts += 1;
         let attempt = slot.attempts;
         let end = match slot.job.time_limit {
@@ -692,7 +784,8 @@ impl Core {
     /// succeeded without running them; their dependents are released as if
     /// they had just succeeded. Call right after `new`, before scheduling.
     pub fn resume(&mut self, now: Time, mut done: impl FnMut(TaskId) -> bool) {
-        for t in 0..self.slots.len() as u32 {
+        let own: Vec<u32> = self.slots.own_ids().collect();
+        for t in own {
             if !done(TaskId(t)) {
                 continue;
             }
@@ -700,12 +793,41 @@ impl Core {
             self.set_state(now, t, State::Succeeded, Reason::Resumed);
             self.release_dependents(now, t);
         }
+        for c in 0..self.slots.cohorts.len() {
+            // Only the first member is admitted yet: it is taken back, and
+            // the members are looked at in order.
+            let ids = self.slots.cohorts[c].ids.clone();
+            if self.slots.has(ids.start) {
+                self.dequeue(now, ids.start);
+                let cohort = &mut self.slots.cohorts[c];
+                cohort.live.remove(&ids.start);
+                cohort.next = ids.start;
+                cohort.waiting += 1;
+            }
+            for t in ids {
+                if done(TaskId(t)) {
+                    self.slots.resume_member(c, t);
+                    self.counts[State::Runnable as usize] -= 1;
+                    self.counts[State::Succeeded as usize] += 1;
+                    self.outbox.push(Event::Transition {
+                        time: now,
+                        task: TaskId(t),
+                        to: State::Succeeded,
+                        reason: Reason::Resumed,
+                    });
+                }
+            }
+            self.admit(now, c);
+        }
     }
 
     /// An attempt of a running task ended.
     pub fn on_finished(&mut self, now: Time, task: TaskId, outcome: Outcome) {
         let t = task.0;
-        let slot = &mut self.slots[t as usize];
+        if !self.slots.has(t) {
+            return;
+        }
+        let slot = self.slots.get_mut(t);
         if slot.state != State::Running {
             return;
         }
@@ -721,8 +843,8 @@ impl Core {
         self.cluster.release(&alloc);
         if let Some(fs) = &mut self.fairshare {
             fs.ended(
-                self.slots[t as usize].job.user,
-                self.cores[t as usize],
+                self.slots.get(t).job.user,
+                self.slots.cores(t),
                 started,
                 now,
             );
@@ -730,7 +852,7 @@ impl Core {
         if let Some(chooser) = &mut self.chooser {
             chooser.ended(now, t);
         }
-        let slot = &self.slots[t as usize];
+        let slot = self.slots.get(t);
         let retry = !matches!(outcome, Outcome::Success | Outcome::Cancelled)
             && slot.attempts <= slot.job.retries
             && !self.halted;
@@ -738,9 +860,10 @@ impl Core {
             Outcome::Success => {
                 self.set_state(now, t, State::Succeeded, Reason::Ended(outcome));
                 self.release_dependents(now, t);
+                self.slots.release(t);
             }
             _ if retry => {
-                let attempt = self.slots[t as usize].attempts;
+                let attempt = self.slots.get(t).attempts;
                 self.enqueue(now, t);
                 self.set_state(now, t, State::Runnable, Reason::Retry { attempt });
             }
@@ -761,13 +884,13 @@ impl Core {
     /// those that waited only for it become runnable.
     fn release_dependents(&mut self, now: Time, t: u32) {
         let late = self.late.remove(&t).unwrap_or_default();
-        let fixed = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
-        for d in fixed
+        for d in self
+            .fixed_dependents(t)
             .map(|i| (None, i))
             .chain(late.into_iter().map(|d| (Some(d), 0)))
         {
             let d = d.0.unwrap_or_else(|| self.dependents[d.1]);
-            let slot = &mut self.slots[d as usize];
+            let slot = self.slots.get_mut(d);
             slot.deps_left -= 1;
             if slot.deps_left == 0 && slot.state == State::Pending {
                 self.make_runnable(now, d);
@@ -780,13 +903,13 @@ impl Core {
         let mut stack = vec![failed];
         while let Some(t) = stack.pop() {
             let late = self.late.remove(&t).unwrap_or_default();
-            let fixed = self.offsets[t as usize] as usize..self.offsets[t as usize + 1] as usize;
-            for d in fixed
+            for d in self
+                .fixed_dependents(t)
                 .map(|i| (None, i))
                 .chain(late.into_iter().map(|d| (Some(d), 0)))
             {
                 let d = d.0.unwrap_or_else(|| self.dependents[d.1]);
-                if self.slots[d as usize].state == State::Pending {
+                if self.slots.get(d).state == State::Pending {
                     self.set_state(now, d, State::Skipped, Reason::Dependency(TaskId(t)));
                     stack.push(d);
                 }
@@ -794,18 +917,34 @@ impl Core {
         }
     }
 
+    /// Where `t`'s fixed dependents are in `dependents` (none for a
+    /// cohort's member).
+    fn fixed_dependents(&self, t: u32) -> std::ops::Range<usize> {
+        match self.slots.own_index(t) {
+            Some(i) => self.offsets[i] as usize..self.offsets[i + 1] as usize,
+            None => 0..0,
+        }
+    }
+
     /// Starts nothing more: every task not yet running becomes `cancelled`
     /// (`--halt`, Ctrl-C). Running tasks finish or are killed by the driver.
     pub fn halt(&mut self, now: Time) {
         self.halted = true;
-        let waiting: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&t| {
-                matches!(
-                    self.slots[t as usize].state,
-                    State::Pending | State::Runnable
-                )
-            })
+        let waiting = |s: &Slot| matches!(s.state, State::Pending | State::Runnable);
+        let mut stopped: Vec<u32> = self
+            .slots
+            .own_ids()
+            .filter(|&t| waiting(self.slots.get(t)))
             .collect();
+        for cohort in &self.slots.cohorts {
+            stopped.extend(
+                cohort
+                    .live
+                    .iter()
+                    .filter(|(_, s)| waiting(s))
+                    .map(|(&t, _)| t),
+            );
+        }
         self.queue.clear();
         self.classes.clear();
         if let Some(kinetic) = &mut self.kinetic {
@@ -814,8 +953,26 @@ impl Core {
         if let Some(fs) = &mut self.fairshare {
             fs.clear_queues();
         }
-        for t in waiting {
+        for t in stopped {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
+        }
+        // The members no cohort admitted end with it, each told.
+        for c in 0..self.slots.cohorts.len() {
+            let cohort = &mut self.slots.cohorts[c];
+            let rest: Vec<u32> = (cohort.next..cohort.ids.end)
+                .filter(|t| !cohort.live.contains_key(t) && !cohort.is_resumed(*t))
+                .collect();
+            cohort.rest = (State::Cancelled, Reason::Halted);
+            cohort.waiting = 0;
+            self.counts[State::Runnable as usize] -= rest.len();
+            self.counts[State::Cancelled as usize] += rest.len();
+            self.outbox
+                .extend(rest.into_iter().map(|t| Event::Transition {
+                    time: now,
+                    task: TaskId(t),
+                    to: State::Cancelled,
+                    reason: Reason::Halted,
+                }));
         }
     }
 

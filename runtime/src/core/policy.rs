@@ -243,7 +243,7 @@ fn cores(job: &Job) -> f64 {
 pub(super) fn select(core: &mut Core, now: Time) {
     // Heads that fit start in order under every policy.
     while let Some(head) = core.head(now) {
-        if !core.cluster.fits(&core.slots[head as usize].job.request) {
+        if !core.cluster.fits(&core.slots.get(head).job.request) {
             break;
         }
         core.start(now, head);
@@ -264,7 +264,7 @@ impl Core {
     /// when an unbounded task stands in the way.
     pub fn reservation(&mut self, now: Time) -> Option<(u32, Time, Counts)> {
         let head = self.head(now)?;
-        let request = self.slots[head as usize].job.request;
+        let request = self.slots.get(head).job.request;
         let mut projected = self.cluster.counts().clone();
         let mut at = now;
         for &(end, t) in &self.running {
@@ -274,7 +274,7 @@ impl Core {
             if end == Time::NEVER {
                 return Some((head, Time::NEVER, Counts::empty()));
             }
-            if let Some((_, alloc)) = &self.slots[t as usize].running {
+            if let Some((_, alloc)) = &self.slots.get(t).running {
                 projected.release(alloc);
             }
             at = end.max(now);
@@ -311,7 +311,7 @@ fn easy(core: &mut Core, now: Time) {
             let free = core.cluster.free().cores;
             let batch = core.classes.shortest(
                 Fit {
-                    cores: &core.cores,
+                    cores: &|t| core.slots.cores(t),
                     free,
                     skip: head,
                 },
@@ -324,7 +324,7 @@ fn easy(core: &mut Core, now: Time) {
                 break;
             };
             after = Some((
-                core.slots[last as usize].job.time_limit.unwrap_or(u64::MAX),
+                core.slots.get(last).job.time_limit.unwrap_or(u64::MAX),
                 last,
             ));
             left -= batch.len();
@@ -332,7 +332,7 @@ fn easy(core: &mut Core, now: Time) {
                 if core.cluster.free().cores == 0 {
                     break;
                 }
-                if core.cluster.fits(&core.slots[t as usize].job.request) {
+                if core.cluster.fits(&core.slots.get(t).job.request) {
                     core.start(now, t);
                 }
             }
@@ -349,7 +349,7 @@ fn easy(core: &mut Core, now: Time) {
         Time::NEVER => core.cluster.free().cores,
         _ => core.cluster.free().cores.min(projected.free().cores),
     };
-    let mut after = (core.slots[head as usize].key, head);
+    let mut after = (core.slots.get(head).key, head);
     let mut left = BACKFILL_DEPTH;
     let mut budget = 2 * BACKFILL_DEPTH;
     let mut batch = Vec::new();
@@ -361,7 +361,7 @@ fn easy(core: &mut Core, now: Time) {
         let room = room(core, &projected);
         let candidates = core.classes.small_enough(
             Fit {
-                cores: &core.cores,
+                cores: &|t| core.slots.cores(t),
                 free: room,
                 skip: head,
             },
@@ -388,7 +388,7 @@ fn easy(core: &mut Core, now: Time) {
             }
             batch = core.classes.in_order(
                 Fit {
-                    cores: &core.cores,
+                    cores: &|t| core.slots.cores(t),
                     free: room,
                     skip: head,
                 },
@@ -399,7 +399,7 @@ fn easy(core: &mut Core, now: Time) {
             let Some(&last) = batch.last() else {
                 break;
             };
-            after = (core.slots[last as usize].key, last);
+            after = (core.slots.get(last).key, last);
             left -= batch.len();
             batch.reverse();
             continue;
@@ -407,13 +407,13 @@ fn easy(core: &mut Core, now: Time) {
         if core.cluster.free().cores == 0 {
             break;
         }
-        let job = &core.slots[t as usize].job;
+        let job = &core.slots.get(t).job;
         if shadow == Time::NEVER && job.time_limit.is_some() {
             // The head waits on an unbounded task: bounded tasks cannot
             // delay a reservation that has no time.
             if core.cluster.fits(&job.request) {
                 core.start(now, t);
-                drop_too_large(&mut ranked, &core.cores, room(core, &projected));
+                drop_too_large(&mut ranked, &core.slots, room(core, &projected));
             }
             continue;
         }
@@ -425,16 +425,20 @@ fn easy(core: &mut Core, now: Time) {
             // resources free then, on the same nodes it takes now.
             projected.take_plan(&plan, &job.request);
             core.start(now, t);
-            drop_too_large(&mut ranked, &core.cores, room(core, &projected));
+            drop_too_large(&mut ranked, &core.slots, room(core, &projected));
         }
     }
 }
 
 /// After a start: candidates that no longer fit in what is left need not
 /// be tried one by one.
-fn drop_too_large(ranked: &mut Option<BinaryHeap<(u64, Reverse<u32>)>>, cores: &[u32], room: u64) {
+fn drop_too_large(
+    ranked: &mut Option<BinaryHeap<(u64, Reverse<u32>)>>,
+    slots: &super::slots::Slots,
+    room: u64,
+) {
     if let Some(heap) = ranked {
-        heap.retain(|&(_, Reverse(t))| cores[t as usize] as u64 <= room);
+        heap.retain(|&(_, Reverse(t))| slots.cores(t) as u64 <= room);
     }
 }
 
@@ -449,7 +453,7 @@ impl Profile {
             if end == Time::NEVER {
                 break;
             }
-            let Some((_, alloc)) = &core.slots[t as usize].running else {
+            let Some((_, alloc)) = &core.slots.get(t).running else {
                 continue;
             };
             let mut free = steps.last().map(|s| s.1).unwrap_or_default();
@@ -519,10 +523,7 @@ fn conservative(core: &mut Core, now: Time) {
     let queued = core.ranked(now, CONSERVATIVE_DEPTH);
     // The fewest cores any task from here on needs: once fewer are free,
     // nothing more can start now.
-    let mut least: Vec<u64> = queued
-        .iter()
-        .map(|&t| core.cores[t as usize] as u64)
-        .collect();
+    let mut least: Vec<u64> = queued.iter().map(|&t| core.slots.cores(t) as u64).collect();
     for i in (1..least.len()).rev() {
         least[i - 1] = least[i - 1].min(least[i]);
     }
@@ -536,7 +537,7 @@ fn conservative(core: &mut Core, now: Time) {
         if core.cluster.free().cores < least[i] {
             break;
         }
-        let job = &core.slots[t as usize].job;
+        let job = &core.slots.get(t).job;
         let need = Amounts::of(&job.request);
         let length = job.time_limit.map_or(u64::MAX, |s| s.saturating_mul(1000));
         let Some(from) = profile.earliest(&need, length) else {
