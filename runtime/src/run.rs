@@ -860,7 +860,6 @@ impl Driver<'_> {
                 Some(_) => request.total_mem(),
                 None => request.mem,
             },
-            yield_after_spawn: self.running == 1,
             pmi: workflow.pmi(task),
             socket: self.socket.clone(),
             scope: inst.path.clone(),

@@ -96,9 +96,6 @@ pub struct Launch {
     pub depth: u32,
     /// Bytes reserved for each rank (`SLURP_MEM`), 0 for none.
     pub mem: u64,
-    /// Give up the CPU right after spawning: worth it when this is the only
-    /// task running (a chain of dependencies), harmful when others compete.
-    pub yield_after_spawn: bool,
     /// Serve PMI-1 to the ranks ([`pmi`]); a rank that fails then stops
     /// its siblings.
     pub pmi: bool,
@@ -665,19 +662,9 @@ fn spawn_ranks(
             ],
             cgroup: cgroup.unwrap_or(-1),
             pmi: pmi_ends.get(rank).map_or(-1, |fd| fd.as_raw_fd()),
+            cpus: place.cpus.clone(),
         };
-        // The child inherits this thread's CPU mask from its first
-        // instruction: take the rank's mask just for the spawn.
-        let bound = bind_thread(&place.cpus);
         let spawned = spawn::spawn(&spec);
-        if bound.0.is_some() && launch.yield_after_spawn {
-            drop(bound);
-            // This thread now sits on the child's CPU; with nothing else to
-            // do, give it up so the child starts at once.
-            std::thread::yield_now();
-        } else {
-            drop(bound);
-        }
         // The parent's copies of the child's ends close here.
         drop(streams.child);
         let pid = match spawned {
@@ -787,39 +774,6 @@ fn dev_null() -> Result<OwnedFd, String> {
 }
 
 /// Restores the thread's CPU mask when dropped.
-struct ThreadMask(Option<nix::sched::CpuSet>);
-
-impl Drop for ThreadMask {
-    fn drop(&mut self) {
-        if let Some(set) = self.0.take() {
-            let _ = nix::sched::sched_setaffinity(Pid::from_raw(0), &set);
-        }
-    }
-}
-
-/// Binds the calling thread to `cpus` until the guard is dropped; no-op for
-/// an empty list.
-fn bind_thread(cpus: &[usize]) -> ThreadMask {
-    if cpus.is_empty() {
-        return ThreadMask(None);
-    }
-    // The thread's own mask does not change between spawns: read it once.
-    thread_local! {
-        static MASK: Option<nix::sched::CpuSet> = nix::sched::sched_getaffinity(Pid::from_raw(0)).ok();
-    }
-    let Some(old) = MASK.with(|m| *m) else {
-        return ThreadMask(None);
-    };
-    let mut set = nix::sched::CpuSet::new();
-    for &cpu in cpus {
-        let _ = set.set(cpu);
-    }
-    match nix::sched::sched_setaffinity(Pid::from_raw(0), &set) {
-        Ok(()) => ThreadMask(Some(old)),
-        Err(_) => ThreadMask(None),
-    }
-}
-
 fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }

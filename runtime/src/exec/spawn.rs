@@ -8,8 +8,8 @@
 //! until it execs (the parent is suspended meanwhile), so it may only make
 //! system calls on data the parent prepared: no allocation, no locks.
 //!
-//! What the child does before `execve`: join its memory limit's cgroup
-//! (when it has one), join or lead its process group,
+//! What the child does before `execve`: bind itself to its CPUs, join its
+//! memory limit's cgroup (when it has one), join or lead its process group,
 //! ask for SIGKILL when slurp dies (`PR_SET_PDEATHSIG`), move its three
 //! standard streams into place (and its PMI socket to descriptor 3),
 //! change directory, set
@@ -39,6 +39,9 @@ pub struct Spec {
     pub cgroup: c_int,
     /// The child's end of its PMI socket, to become descriptor 3, or -1.
     pub pmi: c_int,
+    /// The CPUs the child runs on (it binds itself first thing); empty:
+    /// slurp's.
+    pub cpus: Vec<usize>,
 }
 
 /// What the child reports when it could not exec.
@@ -59,6 +62,8 @@ struct ChildArgs {
     fds: [c_int; 3],
     cgroup: c_int,
     pmi: c_int,
+    /// Null: the parent's mask.
+    cpus: *const libc::cpu_set_t,
     failure: *mut Failure,
 }
 
@@ -75,6 +80,12 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             (*a.failure).stage = stage;
             libc::_exit(127)
         };
+        // Onto its CPUs first (the rest of its set-up runs there; the
+        // parent's thread never moves). A mask that cannot be set leaves
+        // the parent's, as before exec.
+        if !a.cpus.is_null() {
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), a.cpus);
+        }
         // Into the memory limit first: nothing runs outside it.
         if a.cgroup >= 0 && libc::write(a.cgroup, b"0".as_ptr() as *const c_void, 1) != 1 {
             fail(5);
@@ -141,6 +152,21 @@ pub fn spawn(spec: &Spec) -> Result<i32, String> {
         .map(|e| e.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
+    let cpus = (!spec.cpus.is_empty()).then(|| {
+        // SAFETY: a cpu_set_t is plain bits; all zeroes is the empty set,
+        // and CPU_SET only sets a bit inside it (ids past it are skipped).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &cpu in spec
+                .cpus
+                .iter()
+                .filter(|&&c| c < libc::CPU_SETSIZE as usize)
+            {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            set
+        }
+    });
     let mut failure = Failure { errno: 0, stage: 0 };
     let args = ChildArgs {
         path: spec.path.as_ptr(),
@@ -151,6 +177,9 @@ pub fn spawn(spec: &Spec) -> Result<i32, String> {
         fds: spec.fds,
         cgroup: spec.cgroup,
         pmi: spec.pmi,
+        cpus: cpus
+            .as_ref()
+            .map_or(std::ptr::null(), |set| set as *const libc::cpu_set_t),
         failure: &mut failure,
     };
     let pid = STACK.with(|stack| {
