@@ -480,7 +480,13 @@ fn streams(
         (None, OutputMode::None) => {
             let (err_r, err_w) = pipe()?;
             Streams {
-                child: [dev_null()?, err_w],
+                child: [
+                    dev_null()?
+                        .try_clone()
+                        .map(OwnedFd::from)
+                        .map_err(|e| format!("cannot open /dev/null: {e}"))?,
+                    err_w,
+                ],
                 read: [None, Some(err_r)],
             }
         }
@@ -678,7 +684,14 @@ fn spawn_ranks(
         let [out, err] = streams.read;
         for (fd, is_err) in [(out, false), (err, true)] {
             let Some(fd) = fd else { continue };
-            let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+            // It is the read end of a pipe made above: set non-blocking
+            // with one call, not checked again (three calls a pipe).
+            nix::fcntl::fcntl(
+                &fd,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            )
+            .map_err(|e| format!("cannot read a pipe: {e}"))?;
+            let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd)
                 .map_err(|e| format!("cannot read a pipe: {e}"))?;
             let reader = read_stream(
                 receiver,
@@ -754,26 +767,22 @@ fn find_program(program: &str, env: &[(String, String)], cwd: &Path) -> Option<P
         .clone()
 }
 
-/// `/dev/null`, opened once and shared: one `dup` per use instead of an
-/// `open` and a `close` per spawn.
-fn dev_null() -> Result<OwnedFd, String> {
+/// `/dev/null`, opened once and shared: a child's stdin is it (the child
+/// `dup2`s it into place), so a spawn neither opens nor closes one.
+fn dev_null() -> Result<&'static std::fs::File, String> {
     static DEV_NULL: std::sync::OnceLock<std::io::Result<std::fs::File>> =
         std::sync::OnceLock::new();
-    match DEV_NULL.get_or_init(|| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-    }) {
-        Ok(file) => file
-            .try_clone()
-            .map(OwnedFd::from)
-            .map_err(|e| format!("cannot open /dev/null: {e}")),
-        Err(e) => Err(format!("cannot open /dev/null: {e}")),
-    }
+    DEV_NULL
+        .get_or_init(|| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+        })
+        .as_ref()
+        .map_err(|e| format!("cannot open /dev/null: {e}"))
 }
 
-/// Restores the thread's CPU mask when dropped.
 fn join(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
