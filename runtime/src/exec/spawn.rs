@@ -248,7 +248,14 @@ pub async fn wait(pid: i32) -> std::io::Result<nix::sys::wait::WaitStatus> {
     } else {
         None
     };
+    // A pidfd is readable once the process has ended (a zombie's at once):
+    // wait for that before the first `waitpid`, not after one that finds
+    // it still running.
+    let mut ready = watched.as_ref().map(|fd| fd.readable());
     loop {
+        if let Some(ready) = ready.take() {
+            ready.await?.clear_ready();
+        }
         match waitpid(target, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => {}
             Ok(status) => return Ok(status),
