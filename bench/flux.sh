@@ -8,13 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 n=${1:-200}
-cargo build --release -q
-slurp=$PWD/target/release/slurp
+build_slurp
 prefix=$(scripts/local-flux.sh prefix)
 export PATH="$prefix/bin:$PATH"
 command -v flux >/dev/null || { echo "no Flux: scripts/local-flux.sh build" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch
 cd "$work"
 seq "$n" | sed 's/.*/true/' > tasks.slurp
 flux start -s1 sh -c "

@@ -10,10 +10,8 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 n=${1:-10000}
 rounds=${2:-5}
-cargo build --release -q
-slurp=$PWD/target/release/slurp
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+build_slurp
+scratch
 cc -O2 -pthread -o "$work/spawn_floor" bench/spawn_floor.c
 cd "$work"
 cores=$(nproc)

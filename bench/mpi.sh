@@ -9,11 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-cargo build --release -q
-slurp=$PWD/target/release/slurp
+build_slurp
 command -v mpicc >/dev/null || { echo "MPICH is missing: apt-get install mpich libmpich-dev" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch
 mpicc -O2 -o "$work/hello" tests/mpi/hello.c
 cd "$work"
 

@@ -10,11 +10,9 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 n=${1:-10000}
 chain=${2:-2000}
-cargo build --release -q
-slurp=$PWD/target/release/slurp
+build_slurp
 command -v parallel >/dev/null || { echo "GNU parallel is missing: apt-get install parallel" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch
 cd "$work"
 
 

@@ -10,9 +10,9 @@
 #   bench/submit.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-10000}
-cargo build --release -q
-slurp=$PWD/target/release/slurp
+build_slurp
 client=$PWD/bench/submit_client.py
 flux_py=$PWD/bench/flux_submit.py
 prefix=$(scripts/local-flux.sh prefix 2>/dev/null || true)

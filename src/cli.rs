@@ -1514,8 +1514,8 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         Err(code) => return Ok(code),
     };
     // `--timeout` and `--retries` for the top-level tasks that set none.
-    let tasks = &mut loaded.program.workflows[0].tasks;
-    tasks.update(0..tasks.len() as u32, |mut task| {
+    // What a run's tasks share: one change per run, not per task.
+    loaded.program.workflows[0].tasks.update_shared(|mut task| {
         if task.time_limit.is_none() {
             task.time_limit = timeout;
         }

@@ -75,21 +75,25 @@ def test_calls_get_the_resources_they_ask_for(instance) -> None:
         assert sorted(cores.split(",")) == ["0", "1"]
 
 
+def client_script(path: Path, body: str) -> Path:
+    """Writes a script that imports this checkout's client, then `body`."""
+    repo = str(helpers.__file__.rsplit("/", 2)[0])
+    header = f"import sys\nsys.path.insert(0, {repo!r})\n"
+    path.write_text(header + textwrap.dedent(body))
+    return path
+
+
 def test_a_task_submits_into_its_own_instance(instance) -> None:
     # A Python task that uses the client with no arguments reaches the
     # instance it runs in (SLURP_SOCKET), from inside.
-    script = instance.dir / "inner.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import sys
-            sys.path.insert(0, {str(helpers.__file__.rsplit('/', 2)[0])!r})
-            from slurp_client import Client
-            with Client() as c:
-                ids = c.submit("task child: sh -c 'echo child > child.out'")
-                print(c.wait(ids).exit)
-            """
-        )
+    client_script(
+        instance.dir / "inner.py",
+        """
+        from slurp_client import Client
+        with Client() as c:
+            ids = c.submit("task child: sh -c 'echo child > child.out'")
+            print(c.wait(ids).exit)
+        """,
     )
     with Client() as client:
         ids = client.submit(f"task parent: {sys.executable} inner.py")
@@ -132,22 +136,18 @@ def test_the_executor_can_start_and_close_its_own_instance(tmp_path, monkeypatch
 
 def test_functions_of_the_submitters_own_script_run(instance) -> None:
     # A script that defines its function and maps it, as users write them.
-    script = instance.dir / "user_script.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import sys
-            sys.path.insert(0, {str(helpers.__file__.rsplit('/', 2)[0])!r})
-            from slurp_client import SlurpExecutor
+    script = client_script(
+        instance.dir / "user_script.py",
+        """
+        from slurp_client import SlurpExecutor
 
-            def triple(x):
-                return 3 * x
+        def triple(x):
+            return 3 * x
 
-            if __name__ == "__main__":
-                with SlurpExecutor() as ex:
-                    print(sum(ex.map(triple, range(10))))
-            """
-        )
+        if __name__ == "__main__":
+            with SlurpExecutor() as ex:
+                print(sum(ex.map(triple, range(10))))
+        """,
     )
     out = subprocess.run(
         [sys.executable, str(script)], cwd=instance.dir, capture_output=True, text=True,

@@ -1179,22 +1179,32 @@ impl Tasks {
     }
 
     /// The tasks of `template`: contiguous, in sweep order (tasks are kept
-    /// in template order).
+    /// in template order), found by bisection over the runs.
     pub fn of_template(&self, template: TemplateId) -> std::ops::Range<u32> {
-        let bound = |after: bool| {
-            let (mut lo, mut hi) = (0u32, self.len);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                let t = self.get(TaskId(mid)).template;
-                if t < template || (after && t == template) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        };
-        bound(false)..bound(true)
+        self.first_of(template.0)..self.first_of(template.0.saturating_add(1))
+    }
+
+    /// The first task whose template is `template` or later.
+    fn first_of(&self, template: u32) -> u32 {
+        let i = self
+            .runs
+            .partition_point(|r| r.at(r.len - 1).template.0 < template);
+        match self.runs.get(i) {
+            None => self.len,
+            // Only lines advance the template inside a run.
+            Some(r) => r.start + template.saturating_sub(r.first.template.0),
+        }
+    }
+
+    /// Each run's first task made what `f` makes of it: `f` must change only
+    /// what a run's tasks share (not their template or index), so a change
+    /// to every task costs one call per run.
+    pub fn update_shared(&mut self, mut f: impl FnMut(Task) -> Task) {
+        for run in &mut self.runs {
+            let new = f(run.first);
+            debug_assert!(new.template == run.first.template && new.index == run.first.index);
+            run.first = new;
+        }
     }
 }
 
@@ -1298,6 +1308,8 @@ mod tests {
         Members(u32, u32),
         Truncate(usize),
         Double(u32, u32),
+        /// Every task's time limit set, through the runs.
+        Limit(u64),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -1306,6 +1318,7 @@ mod tests {
             (1..3u32, 0..5u32).prop_map(|(c, n)| Op::Members(c, n)),
             (0..40usize).prop_map(Op::Truncate),
             (0..40u32, 0..10u32).prop_map(|(a, n)| Op::Double(a, n)),
+            (1..4u64).prop_map(Op::Limit),
         ]
     }
 
@@ -1344,6 +1357,14 @@ mod tests {
                         for t in &mut list[from as usize..to as usize] {
                             *t = double(*t);
                         }
+                    }
+                    Op::Limit(secs) => {
+                        let limit = |t: Task| Task {
+                            time_limit: std::num::NonZeroU64::new(secs),
+                            ..t
+                        };
+                        tasks.update_shared(limit);
+                        list.iter_mut().for_each(|t| *t = limit(*t));
                     }
                 }
                 prop_assert_eq!(tasks.len(), list.len());

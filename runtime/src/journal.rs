@@ -336,9 +336,11 @@ impl Journal {
         format!("{file}:{}", source.line)
     }
 
-    /// The record for a core event of the instance at `scope`; a start is
-    /// recorded where it is `placed` (node, cores, GPUs per slice, in
-    /// top-level ids).
+    /// The record for a core event of the instance at `scope`, a member of
+    /// `cohort` or not; a start is recorded where it is `placed` (node,
+    /// cores, GPUs per slice, in top-level ids). None for a move to
+    /// `running`: the start record that comes with it is the attempt's
+    /// `running` (readers take it so).
     pub fn record(
         &self,
         program: &Program,
@@ -347,9 +349,12 @@ impl Journal {
         event: &Event,
         placed: &[Placed],
         cohort: Option<u32>,
-    ) -> Record {
+    ) -> Option<Record> {
         let wf = program.workflow(workflow);
-        match event {
+        Some(match event {
+            Event::Transition {
+                to: State::Running, ..
+            } => return None,
             Event::Transition {
                 time,
                 task,
@@ -399,7 +404,7 @@ impl Journal {
                 },
                 cohort,
             },
-        }
+        })
     }
 }
 

@@ -647,24 +647,13 @@ impl Driver<'_> {
                 })
                 .collect();
             // Journaled before they are acted on (a start is on record
-            // before its process exists), in one write for the step. A
-            // start is the attempt's `running`: that transition is not
-            // written again.
+            // before its process exists), in one write for the step.
             if let Some(journal) = &self.journal {
                 let inst = &self.instances[i];
                 let records: Vec<Record> = events
                     .iter()
                     .zip(&placed)
-                    .filter(|(event, _)| {
-                        !matches!(
-                            event,
-                            Event::Transition {
-                                to: State::Running,
-                                ..
-                            }
-                        )
-                    })
-                    .map(|(event, placed)| {
+                    .filter_map(|(event, placed)| {
                         let task = match event {
                             Event::Transition { task, .. } | Event::Start { task, .. } => *task,
                         };
@@ -988,6 +977,7 @@ impl Driver<'_> {
     /// Numbers the cohorts of a new instance's core, run-wide, and
     /// journals each: its members are written of only once they start.
     fn journal_cohorts(&mut self, i: usize) {
+        let now = self.now();
         let inst = &mut self.instances[i];
         inst.cohorts = self.cohorts;
         let workflow = self.program.workflow(inst.workflow);
@@ -996,7 +986,7 @@ impl Driver<'_> {
             .cohorts()
             .enumerate()
             .map(|(k, (first, count))| Record::Cohort {
-                t: self.started.elapsed().as_millis() as u64,
+                t: now.0,
                 id: inst.cohorts + k as u32,
                 first: format!("{}{}", inst.path, workflow.task_name(first)),
                 count,

@@ -40,15 +40,7 @@ struct Trace {
 /// Runs the workload to the end on a fake clock, checking at every instant
 /// that no core or GPU id is held twice and no node's memory is exceeded.
 fn simulate(capacity: Capacity, policy: PolicyKind, specs: &[Spec]) -> Trace {
-    let jobs = specs.iter().map(|s| s.job.clone()).collect();
-    let core = Core::new(
-        capacity,
-        policy,
-        jobs,
-        |t| specs[t as usize].deps.clone(),
-        Time(0),
-    );
-    play(core, capacity, specs)
+    simulate_cohorts(capacity, policy, specs, &[])
 }
 
 /// `simulate` with the tasks of each `(first, count)` of `cohorts` one
@@ -67,13 +59,25 @@ fn simulate_cohorts(
         t = first + count;
     }
     parts.extend((t..specs.len() as u32).map(|i| Part::One(specs[i as usize].job.clone())));
-    let core = Core::with_parts(
-        capacity,
-        policy,
-        parts,
-        |t| specs[t as usize].deps.clone(),
-        Time(0),
-    );
+    // Without cohorts, the tasks one by one (the constructor traces use).
+    let core = if cohorts.is_empty() {
+        let jobs = specs.iter().map(|s| s.job.clone()).collect();
+        Core::new(
+            capacity,
+            policy,
+            jobs,
+            |t| specs[t as usize].deps.clone(),
+            Time(0),
+        )
+    } else {
+        Core::with_parts(
+            capacity,
+            policy,
+            parts,
+            |t| specs[t as usize].deps.clone(),
+            Time(0),
+        )
+    };
     play(core, capacity, specs)
 }
 

@@ -324,7 +324,7 @@ impl Core {
         dependencies: impl Fn(u32) -> I,
         now: Time,
     ) -> Self {
-        let mut slots = Slots::new(parts, now, |_| 0);
+        let mut slots = Slots::new(parts, now);
         let own: Vec<u32> = slots.own_ids().collect();
         let mut edges: Vec<(u32, u32)> = Vec::new();
         for &t in &own {
@@ -430,7 +430,7 @@ impl Core {
             let ids = run.ids();
             let cohort = run.first.nested.is_none() && run.is_sweep();
             if !cohort {
-                parts.extend(ids.map(|t| Part::One(job(workflow.task(TaskId(t))))));
+                parts.extend((0..run.len).map(|k| Part::One(job(run.at(k)))));
                 continue;
             }
             let mut from = ids.start;
@@ -651,11 +651,14 @@ impl Core {
         if self.halted || self.cluster.free().cores < smallest {
             return;
         }
+        // A backfilling pass may walk past the members its own starts
+        // admitted: it runs again while it starts something. (Heads start
+        // in a loop that sees each admitted member.)
+        let again = self.policy.backfill != Backfill::None && !self.slots.cohorts.is_empty();
         loop {
             let before = self.starts;
             policy::select(self, now);
-            // A pass may have walked past the members its starts admitted.
-            if self.starts == before || self.slots.cohorts.is_empty() {
+            if !again || self.starts == before {
                 break;
             }
         }

@@ -76,15 +76,15 @@ pub enum Part {
 }
 
 impl Slots {
-    /// Slots for `parts`, task ids given in order; every slot `Pending`
-    /// with `deps_left` from `deps(id)`.
-    pub(super) fn new(parts: Vec<Part>, now: Time, mut deps: impl FnMut(u32) -> u32) -> Slots {
+    /// Slots for `parts`, task ids given in order; every individual slot
+    /// `Pending`, waiting for nothing yet (the core counts dependencies).
+    pub(super) fn new(parts: Vec<Part>, now: Time) -> Slots {
         let mut slots = Slots::default();
         for part in parts {
             let t = slots.len;
             match part {
                 Part::One(job) => {
-                    slots.push_own(job, deps(t), now);
+                    slots.push_own(job, 0, now);
                 }
                 Part::Many(job, count) => {
                     slots.before.push(slots.members());
