@@ -1039,8 +1039,8 @@ impl Drop for CleanUp {
 
 /// What a run continues, if anything.
 struct Resume {
-    /// Keys of tasks that already succeeded, counted.
-    credits: std::collections::HashMap<u64, usize>,
+    /// What already succeeded.
+    credits: slurp_runtime::journal::Credits,
     /// The run resumed, and the arguments it was first run with.
     from: Option<String>,
     args: Vec<String>,
@@ -1209,7 +1209,7 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
         file = PathBuf::from(&replay.path);
     }
     let credits = resume_credits(&store, &replay);
-    let done: usize = credits.values().sum();
+    let done = credits.total();
     eprintln!(
         "slurp: resuming run {} with {} ({done} task{} already succeeded)",
         replay.run,
@@ -1248,12 +1248,12 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
 
 /// What succeeded anywhere along the chain of resumed runs: a resumed run
 /// killed while it was still recording what it took over must not make
-/// those tasks run again. Per key, the most successes any run saw.
+/// those tasks run again. Per key, and per chunk of a cohort, the most successes any run saw.
 fn resume_credits(
     store: &Path,
     replay: &slurp_runtime::journal::Replay,
-) -> std::collections::HashMap<u64, usize> {
-    let mut credits = replay.succeeded.clone();
+) -> slurp_runtime::journal::Credits {
+    let mut credits = replay.credits();
     let mut previous = replay.resumes.clone();
     let mut seen = std::collections::HashSet::new();
     while let Some(id) = previous.filter(|id| seen.insert(id.clone())) {
@@ -1261,10 +1261,7 @@ fn resume_credits(
         let Ok(older) = slurp_runtime::journal::replay(&path) else {
             break;
         };
-        for (key, n) in older.succeeded {
-            let entry = credits.entry(key).or_default();
-            *entry = (*entry).max(n);
-        }
+        credits.merge_older(older.credits());
         previous = older.resumes;
     }
     credits
@@ -1866,7 +1863,7 @@ fn submit(
         run_dir: options.run_dir.clone(),
         slurp: std::env::current_exe()?,
         output: options.output,
-        resume: options.resume.clone(),
+        resume: options.resume.keys.clone(),
     };
     let root = loaded.program.root();
     let sources = |t: TaskId| {

@@ -563,6 +563,10 @@ pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
     for line in &lines {
         writeln!(out, "{line}")?;
     }
+    if !found && let Some(line) = summarised_member(&dir, task) {
+        writeln!(out, "{line}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !found {
         eprintln!(
             "error: no task `{task}` in run {}",
@@ -591,6 +595,26 @@ pub fn log(task: &str, run: Option<&str>) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For a task with no record of its own that may be one of the sweep
+/// members a rewritten journal keeps only as ranges: what is known of it.
+fn summarised_member(dir: &std::path::Path, task: &str) -> Option<String> {
+    let (name, _) = task.split_once('[')?;
+    let replay = slurp_runtime::journal::replay(&dir.join("events.jsonl")).ok()?;
+    let cohort = replay
+        .cohorts
+        .values()
+        .find(|c| !c.done.is_empty() && c.first.split_once('[').is_some_and(|(n, _)| n == name))?;
+    Some(format!(
+        "{task}: no record of its own; it is a member of the sweep that starts at {} ({}), \
+         whose {} members that succeeded the journal keeps only as ranges, and {} that never \
+         started: it is one of those (`slurp status` lists every member that did not succeed)",
+        cohort.first,
+        cohort.src,
+        cohort.done.len(),
+        cohort.unstarted()
+    ))
 }
 
 /// The run `slurp status`/`log` look at, or the exit code after saying why

@@ -28,7 +28,7 @@ pub fn report(run: Option<&str>, out: &Path) -> io::Result<ExitCode> {
     eprintln!(
         "slurp: report of run {} ({} tasks) written to {}",
         header.run,
-        timeline.tasks.len(),
+        timeline.total(),
         out.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -50,7 +50,7 @@ pub fn run_page(timeline: &Timeline, header: &slurp_report::timeline::Header) ->
         n.len()
     };
     let took = slurp_report::gantt::duration(timeline.horizon as f64 / 1000.0);
-    let summary = vec![
+    let mut summary = vec![
         ("run".to_owned(), header.run.clone()),
         ("workflow".to_owned(), header.workflow.clone()),
         ("started".to_owned(), utc(header.started)),
@@ -64,7 +64,7 @@ pub fn run_page(timeline: &Timeline, header: &slurp_report::timeline::Header) ->
         ),
         (
             "tasks".to_owned(),
-            format!("{}: {}", timeline.tasks.len(), parts.join(", ")),
+            format!("{}: {}", timeline.total(), parts.join(", ")),
         ),
         (
             "used".to_owned(),
@@ -83,6 +83,16 @@ pub fn run_page(timeline: &Timeline, header: &slurp_report::timeline::Header) ->
             ),
         ),
     ];
+    let (summarised, of) = timeline.summarised();
+    if summarised > 0 {
+        summary.push((
+            "not drawn".to_owned(),
+            format!(
+                "{summarised} sweep member{} that succeeded, kept by the journal only as ranges: {of}",
+                if summarised == 1 { "" } else { "s" }
+            ),
+        ));
+    }
     Page {
         title: format!("slurp run {}", header.workflow),
         summary,

@@ -428,18 +428,31 @@ fn fault_test(tasks: usize, kills: usize, seed: u64) {
         ));
     }
     let names = (0..tasks).map(|i| format!("t{i}")).collect();
-    fault_test_of(&workflow, names, kills, seed);
+    fault_test_of(&workflow, names, kills, seed, None);
 }
 
 /// `fault_test` of `workflow`, whose tasks are `names` and each append its
-/// name to `out`.
-fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
+/// name to `out` (a sweep's members in order: a `done` record's member `m`
+/// of the cohort that starts at `names[k]` is `names[k + m]`); with
+/// `compact`, the journal is rewritten every `compact` bytes.
+fn fault_test_of(
+    workflow: &str,
+    names: Vec<String>,
+    kills: usize,
+    seed: u64,
+    compact: Option<u64>,
+) {
     let tasks = names.len();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.slurp"), workflow).unwrap();
     let mut rng = seed;
     let mut first = true;
+    // A run killed before it wrote its journal left nothing to resume.
+    let no_run = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join(".slurp/runs")).map_or(true, |mut d| d.next().is_none())
+    };
     for _ in 0..kills {
+        first |= no_run(dir.path());
         let args: &[&str] = if first {
             &["--cores", "2", "w.slurp"]
         } else {
@@ -448,6 +461,7 @@ fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
         first = false;
         let mut child = std::process::Command::new(binary())
             .args(args)
+            .envs(compact.map(|c| ("SLURP_JOURNAL_COMPACT", c.to_string())))
             .current_dir(dir.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -462,13 +476,20 @@ fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
     }
     // Resume until a run ends by itself.
     for _ in 0..20 {
+        first |= no_run(dir.path());
         let args: &[&str] = if first {
             &["--cores", "2", "w.slurp"]
         } else {
             &["resume"]
         };
         first = false;
-        if run_in(dir.path(), args).status.success() {
+        let ran = std::process::Command::new(binary())
+            .args(args)
+            .envs(compact.map(|c| ("SLURP_JOURNAL_COMPACT", c.to_string())))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        if ran.status.success() {
             break;
         }
     }
@@ -479,14 +500,31 @@ fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
         .collect();
     runs.sort();
     let mut succeeded: std::collections::HashSet<String> = Default::default();
+    let mut rewrites = 0;
     for run in &runs {
         let Ok(text) = std::fs::read_to_string(run.join("events.jsonl")) else {
             continue;
         };
+        // Each cohort's first member, as an index into `names`.
+        let mut cohorts: std::collections::HashMap<u64, usize> = Default::default();
         for line in text.lines() {
             let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
             };
+            if record["ev"] == "cohort" {
+                let first = names.iter().position(|n| *n == record["first"]).unwrap();
+                cohorts.insert(record["id"].as_u64().unwrap(), first);
+            }
+            if record["ev"] == "done" {
+                rewrites += usize::from(record["t"] == 0);
+                let first = cohorts[&record["cohort"].as_u64().unwrap()];
+                for range in record["ranges"].as_array().unwrap() {
+                    let (from, to) = (range[0].as_u64().unwrap(), range[1].as_u64().unwrap());
+                    for m in from..to {
+                        succeeded.insert(names[first + m as usize].clone());
+                    }
+                }
+            }
             let task = record["task"].as_str().unwrap_or_default().to_owned();
             if record["ev"] == "start" && succeeded.contains(&task) {
                 let kept = dir.keep();
@@ -502,6 +540,10 @@ fn fault_test_of(workflow: &str, names: Vec<String>, kills: usize, seed: u64) {
         }
     }
     assert_eq!(succeeded.len(), tasks, "every task succeeded in the end");
+    assert!(
+        compact.is_none() || rewrites > 0,
+        "the journal was rewritten at least once"
+    );
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     for name in &names {
         assert!(out.lines().any(|l| l == name), "{name} never ran");
@@ -513,13 +555,16 @@ fn killing_slurp_at_random_moments_loses_no_finished_task() {
     fault_test(24, 4, 7);
 }
 
-/// A sweep's members are one cohort, journaled only from their starts: a
-/// kill at any moment still loses no success and reruns none.
+/// A sweep's members are one cohort, journaled only from their starts, and
+/// the journal is rewritten every few records (its succeeded members as
+/// ranges): a kill at any moment, mid-rewrite too, still loses no success
+/// and reruns none.
 #[test]
 fn killing_slurp_mid_sweep_loses_no_finished_member() {
     let workflow = "task t[i=0..59]: sh -c 'sleep 0.01; echo t[{i}] >> out'\n";
-    let names = (0..60).map(|i| format!("t[{i}]")).collect();
-    fault_test_of(workflow, names, 5, 11);
+    let names: Vec<String> = (0..60).map(|i| format!("t[{i}]")).collect();
+    fault_test_of(workflow, names.clone(), 5, 11, None);
+    fault_test_of(workflow, names, 5, 12, Some(1200));
 }
 
 /// The same, many times: `cargo test --test journal -- --ignored`.
@@ -529,8 +574,9 @@ fn stress_killing_slurp_at_random_moments() {
     for seed in 0..25 {
         fault_test(40, 8, seed);
         let workflow = "task t[i=0..99]: sh -c 'sleep 0.0{i}; echo t[{i}] >> out'\n";
-        let names = (0..100).map(|i| format!("t[{i}]")).collect();
-        fault_test_of(workflow, names, 8, seed);
+        let names: Vec<String> = (0..100).map(|i| format!("t[{i}]")).collect();
+        fault_test_of(workflow, names.clone(), 8, seed, None);
+        fault_test_of(workflow, names, 8, seed, Some(1000 + 100 * seed));
     }
 }
 
@@ -825,4 +871,84 @@ fn cancel_of_a_killed_run_stops_what_its_tasks_left_at_every_level() {
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
+}
+
+/// A sweep's successes are kept as ranges, with a digest of the members'
+/// keys: `slurp resume` skips the members that succeeded and are the same
+/// now, runs those added since, and reruns members whose values changed.
+#[test]
+fn resume_credits_a_sweeps_members_by_range_and_reruns_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.slurp");
+    let ran = || {
+        let text = std::fs::read_to_string(dir.path().join("ran")).unwrap_or_default();
+        std::fs::remove_file(dir.path().join("ran")).ok();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    std::fs::write(
+        &w,
+        "task s[i=1..300]: sh -c 'echo {i} >> ran; test {i} != 150 -o -e fixed'\n",
+    )
+    .unwrap();
+    // Rewritten at every step.
+    let first = std::process::Command::new(binary())
+        .args(["--cores", "2", "w.slurp"])
+        .env("SLURP_JOURNAL_COMPACT", "1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(1));
+    assert_eq!(ran().len(), 300);
+    // The whole run's journal: the sweep, its successes as two ranges and
+    // the one failure.
+    let lines = journal_lines(dir.path());
+    let mut members: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["ev"] == "done")
+        .flat_map(|l| l["ranges"].as_array().unwrap().clone())
+        .flat_map(|r| r[0].as_u64().unwrap()..r[1].as_u64().unwrap())
+        .collect();
+    members.sort();
+    assert_eq!(members, (0..300).filter(|&m| m != 149).collect::<Vec<_>>());
+    // Its last rewrite was at most a step or two before its end.
+    assert!(lines.len() < 16, "{lines:#?}");
+    // Fixed, and the sweep made longer: the failed member and the new ones
+    // run, and nothing else.
+    std::fs::write(dir.path().join("fixed"), "").unwrap();
+    std::fs::write(
+        &w,
+        "task s[i=1..400]: sh -c 'echo {i} >> ran; test {i} != 150 -o -e fixed'\n",
+    )
+    .unwrap();
+    let resumed = run_in(dir.path(), &["resume"]);
+    assert!(resumed.status.success(), "{resumed:?}");
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains("299 tasks already succeeded"),
+        "{resumed:?}"
+    );
+    let mut expected: Vec<String> = std::iter::once(150)
+        .chain(301..=400)
+        .map(|i| i.to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(ran(), expected);
+    // The resumed run wrote what it took over as ranges too.
+    let status = std::process::Command::new(binary())
+        .args(["status", "--json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["counts"]["succeeded"], 400, "{json}");
+    assert_eq!(json["tasks"], serde_json::json!([]), "{json}");
+    // The members' command changed: none of them is the member that ran.
+    std::fs::write(
+        &w,
+        "task s[i=1..400]: sh -c 'echo {i} >> ran; test {i} != 150 -o -e fixed; test {i} != 7'\n",
+    )
+    .unwrap();
+    assert_eq!(run_in(dir.path(), &["resume"]).status.code(), Some(1));
+    assert_eq!(ran().len(), 400);
 }

@@ -95,6 +95,19 @@ pub struct Timeline {
     /// What one unit of time is: a run's clock counts milliseconds, a
     /// simulation's seconds.
     pub unit: TimeUnit,
+    /// Sweep members the journal keeps only as ranges of successes (its
+    /// rewrites drop their own records): counted, not drawn.
+    pub summarised: Vec<Summarised>,
+}
+
+/// The members of one cohort counted but not drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summarised {
+    /// The id of the cohort's first member, and its defining line.
+    pub first: String,
+    pub src: String,
+    /// Members that succeeded with no record of their own left.
+    pub succeeded: u64,
 }
 
 /// How the time axis is labelled.
@@ -108,7 +121,8 @@ pub enum TimeUnit {
 }
 
 impl Timeline {
-    /// Counts of tasks per final state, in `State::ALL` order.
+    /// Counts of tasks per final state, in `State::ALL` order (the
+    /// summarised members among the succeeded).
     pub fn counts(&self) -> [usize; 9] {
         let mut counts = [0; 9];
         for task in &self.tasks {
@@ -116,7 +130,25 @@ impl Timeline {
                 counts[state as usize] += 1;
             }
         }
+        counts[State::Succeeded as usize] += self.summarised().0 as usize;
         counts
+    }
+
+    /// How many tasks it counts: those drawn and those summarised.
+    pub fn total(&self) -> u64 {
+        self.tasks.len() as u64 + self.summarised().0
+    }
+
+    /// The members counted but not drawn, and a line that says so (empty
+    /// when there are none).
+    pub fn summarised(&self) -> (u64, String) {
+        let n: u64 = self.summarised.iter().map(|s| s.succeeded).sum();
+        let of: Vec<String> = self
+            .summarised
+            .iter()
+            .map(|s| format!("{} of {} ({})", s.succeeded, s.first, s.src))
+            .collect();
+        (n, of.join(", "))
     }
 
     /// Average busy fraction of the core lanes over `[0, horizon]`
@@ -150,8 +182,11 @@ impl Timeline {
     pub fn from_journal(path: &Path) -> io::Result<(Timeline, Header, Damage)> {
         let mut header = Header::default();
         let mut builder = Builder::default();
-        // Each cohort's defining line, which its members' records leave out.
-        let mut cohorts: HashMap<u32, String> = HashMap::new();
+        // Each cohort's first member and defining line, which its members'
+        // records leave out, and its members with records, by number.
+        let mut cohorts: HashMap<u32, (String, String)> = HashMap::new();
+        let mut members: HashMap<u32, BTreeMap<u32, String>> = HashMap::new();
+        let mut summarised: BTreeMap<u32, u64> = BTreeMap::new();
         let damage = slurp_runtime::journal::read(path, |_, record| match record {
             Record::Header {
                 run,
@@ -176,13 +211,16 @@ impl Timeline {
                 ..
             } => {
                 let src = src.or_else(|| {
-                    let src = cohorts.get(&cohort?)?;
+                    let (_, src) = cohorts.get(&cohort?.0)?;
                     to.is_final().then(|| src.clone())
                 });
+                if let Some((c, m)) = cohort {
+                    members.entry(c).or_default().insert(m, task.clone());
+                }
                 builder.state(t, &task, to, &reason, src)
             }
-            Record::Cohort { id, src, .. } => {
-                cohorts.insert(id, src);
+            Record::Cohort { id, first, src, .. } => {
+                cohorts.insert(id, (first, src));
             }
             Record::Start {
                 t,
@@ -190,15 +228,58 @@ impl Timeline {
                 nodes,
                 cores,
                 gpus,
+                cohort,
                 ..
-            } => builder.start(t, &task, &nodes, &cores, &gpus),
+            } => {
+                if let Some((c, m)) = cohort {
+                    members.entry(c).or_default().insert(m, task.clone());
+                }
+                builder.start(t, &task, &nodes, &cores, &gpus)
+            }
+            Record::Done {
+                t, cohort, ranges, ..
+            } => {
+                // Members drawn so far end here; the others' records were
+                // dropped by a rewrite of the journal.
+                let src = cohorts.get(&cohort).map(|(_, s)| s.clone());
+                let named = members.entry(cohort).or_default();
+                let mut drawn = 0;
+                for &(from, to) in &ranges {
+                    let ended: Vec<u32> = named.range(from..to).map(|(&m, _)| m).collect();
+                    for m in ended {
+                        if let Some(task) = named.remove(&m) {
+                            let reason = serde_json::json!({ "ended": "success" });
+                            builder.state(t, &task, State::Succeeded, &reason, src.clone());
+                            drawn += 1;
+                        }
+                    }
+                }
+                let all: u64 = ranges
+                    .iter()
+                    .map(|&(a, b)| u64::from(b.saturating_sub(a)))
+                    .sum();
+                *summarised.entry(cohort).or_default() += all.saturating_sub(drawn);
+            }
             Record::Group { .. } | Record::Submit { .. } => {}
             Record::End { t, interrupted } => {
                 builder.horizon = builder.horizon.max(t);
                 header.ended = Some(interrupted);
             }
         })?;
-        Ok((builder.finish(TimeUnit::Millis), header, damage))
+        let mut timeline = builder.finish(TimeUnit::Millis);
+        timeline.summarised = summarised
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(c, succeeded)| {
+                let (first, src) = cohorts.remove(&c).unwrap_or_default();
+                Summarised {
+                    first,
+                    src,
+                    succeeded,
+                }
+            })
+            .collect();
+        Ok((timeline, header, damage))
     }
 }
 
@@ -365,6 +446,7 @@ impl Builder {
             tasks: self.tasks,
             horizon: self.horizon,
             unit,
+            summarised: Vec::new(),
         }
     }
 }

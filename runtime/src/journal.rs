@@ -11,8 +11,18 @@
 //! slurp at any instant — SIGKILL included — loses no transition it had
 //! already acted on; the last line of a killed run may be torn, and replay
 //! reports it and goes on. A closing line records how the run ended.
+//!
+//! A sweep's members are written of compactly: a cohort record names them
+//! all, a member is written of once it starts, and what succeeds is a
+//! [`Record::Done`] of member ranges, one per scheduling step. Every
+//! [`compact_every`] bytes it grows, the journal is rewritten
+//! in place of itself, atomically (a new file renamed over the old): each
+//! cohort's successes become one `done` record and its succeeded members'
+//! own records go, so a sweep of 10⁶ members that succeed leaves a journal
+//! of at most what was written since the last rewrite. What the rewrite keeps means what it meant
+//! before: replay of either gives the same run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -96,9 +106,10 @@ pub enum Record {
         /// (the file as the run named it), for reports.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         src: Option<String>,
-        /// The [`Record::Cohort`] the task is a member of.
+        /// The [`Record::Cohort`] the task is a member of, and which member
+        /// (from 0).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cohort: Option<u32>,
+        cohort: Option<(u32, u32)>,
     },
     /// `count` tasks from `first` on (a sweep's members) are runnable from
     /// the start and written of only from when each starts: the members
@@ -127,9 +138,21 @@ pub enum Record {
         nodes: Vec<u32>,
         cores: Vec<Vec<u32>>,
         gpus: Vec<Vec<u32>>,
-        /// The [`Record::Cohort`] the task is a member of.
+        /// As [`Record::State`]'s.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cohort: Option<u32>,
+        cohort: Option<(u32, u32)>,
+    },
+    /// Members of cohort `cohort` succeeded: those in `ranges` (`[from,
+    /// to)`, member numbers), and per chunk of [`CHUNK`] members the sum
+    /// of their keys' [`mix`]es (hex), so `slurp resume` can tell that the
+    /// members it would skip are the ones that ran. Written for what one
+    /// step saw succeed; a compacted journal holds one per cohort, in place
+    /// of its members' records.
+    Done {
+        t: u64,
+        cohort: u32,
+        ranges: Vec<(u32, u32)>,
+        digests: Vec<(u32, String)>,
     },
     /// An attempt's processes lead (and fill) process group `pgid` on the
     /// boot `boot`: what `slurp cancel` stops when the run's slurp died
@@ -142,6 +165,9 @@ pub enum Record {
         /// Empty: the header's.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         boot: String,
+        /// As [`Record::State`]'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cohort: Option<(u32, u32)>,
     },
     /// Tasks submitted to the live instance at `scope` (`""` or `sub/`):
     /// the text as it came, so `slurp resume` can submit it again; its
@@ -163,6 +189,170 @@ pub enum Record {
 /// A task's key (`Workflow::key`) as the journal writes it: 16 hex digits.
 pub fn key_text(key: u64) -> String {
     format!("{key:016x}")
+}
+
+/// Members per digest of a [`Record::Done`]: an edited workflow whose
+/// members changed loses the credit of the chunks they are in, not of the
+/// whole sweep.
+pub const CHUNK: u32 = 1 << 16;
+
+/// A key as a digest adds it up: the keys are FNV hashes, and a sum of
+/// them unmixed would let two edits cancel out far more often than 2⁻⁶⁴.
+pub fn mix(key: u64) -> u64 {
+    // splitmix64's finaliser.
+    let mut z = key.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The members of one cohort that succeeded, as ranges, and per chunk of
+/// [`CHUNK`] members the wrapping sum of their keys' [`mix`]es: memory and
+/// journal grow with the gaps (failures, members still running), not with
+/// the members.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Done {
+    pub members: rangemap::RangeSet<u32>,
+    pub digests: BTreeMap<u32, u64>,
+}
+
+impl Done {
+    /// Member `member`, of key `key`, succeeded (once: a second time adds
+    /// nothing).
+    pub fn add(&mut self, member: u32, key: u64) {
+        if self.members.contains(&member) {
+            return;
+        }
+        self.members.insert(member..member + 1);
+        let digest = self.digests.entry(member / CHUNK).or_default();
+        *digest = digest.wrapping_add(mix(key));
+    }
+
+    /// Adds what another holds, members it does not share with this one
+    /// (a repeat of what is here already is not added twice).
+    pub fn merge(&mut self, other: &Done) {
+        if other.members.iter().any(|r| self.members.overlaps(r)) {
+            return;
+        }
+        for r in other.members.iter() {
+            self.members.insert(r.clone());
+        }
+        for (&chunk, &d) in &other.digests {
+            let digest = self.digests.entry(chunk).or_default();
+            *digest = digest.wrapping_add(d);
+        }
+    }
+
+    /// How many members it holds.
+    pub fn len(&self) -> u64 {
+        self.members
+            .iter()
+            .map(|r| u64::from(r.end - r.start))
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Its members in chunk `chunk`, and their digest.
+    pub fn chunk(&self, chunk: u32) -> (Vec<std::ops::Range<u32>>, u64) {
+        let span = chunk.saturating_mul(CHUNK)..chunk.saturating_add(1).saturating_mul(CHUNK);
+        let members = self
+            .members
+            .overlapping(&span)
+            .map(|r| r.start.max(span.start)..r.end.min(span.end))
+            .collect();
+        (members, self.digests.get(&chunk).copied().unwrap_or(0))
+    }
+
+    /// The record of it.
+    pub fn record(&self, t: u64, cohort: u32) -> Record {
+        Record::Done {
+            t,
+            cohort,
+            ranges: self.members.iter().map(|r| (r.start, r.end)).collect(),
+            digests: self
+                .digests
+                .iter()
+                .map(|(&chunk, &d)| (chunk, format!("{d:016x}")))
+                .collect(),
+        }
+    }
+
+    /// What a record says; None for one that does not hold together
+    /// (a range backwards, a digest that is not hex).
+    pub fn of_record(ranges: &[(u32, u32)], digests: &[(u32, String)]) -> Option<Done> {
+        let mut done = Done::default();
+        for &(from, to) in ranges {
+            if from >= to {
+                return None;
+            }
+            done.members.insert(from..to);
+        }
+        for (chunk, d) in digests {
+            done.digests
+                .insert(*chunk, u64::from_str_radix(d, 16).ok()?);
+        }
+        Some(done)
+    }
+}
+
+/// What `slurp resume` may skip: tasks by key (each success one credit),
+/// and cohorts' members by range, by the id of the cohort's first member.
+#[derive(Debug, Clone, Default)]
+pub struct Credits {
+    pub keys: HashMap<u64, usize>,
+    pub members: HashMap<String, Done>,
+}
+
+impl Credits {
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.members.is_empty()
+    }
+
+    /// How many tasks they would skip, at most.
+    pub fn total(&self) -> u64 {
+        self.keys.values().map(|&n| n as u64).sum::<u64>()
+            + self.members.values().map(Done::len).sum::<u64>()
+    }
+
+    /// Adds what an older run of the chain had: per key, and per chunk of
+    /// a cohort, the most successes either saw (a resumed run killed while
+    /// it recorded what it took over has fewer than the run it resumed).
+    pub fn merge_older(&mut self, older: Credits) {
+        for (key, n) in older.keys {
+            let entry = self.keys.entry(key).or_default();
+            *entry = (*entry).max(n);
+        }
+        for (first, old) in older.members {
+            let new = self.members.entry(first).or_default();
+            for &chunk in old.digests.keys() {
+                let (old_members, old_digest) = old.chunk(chunk);
+                let (new_members, _) = new.chunk(chunk);
+                let count = |rs: &[std::ops::Range<u32>]| rs.iter().map(|r| r.len()).sum::<usize>();
+                if count(&old_members) > count(&new_members) {
+                    for r in new_members {
+                        new.members.remove(r);
+                    }
+                    for r in old_members {
+                        new.members.insert(r);
+                    }
+                    new.digests.insert(chunk, old_digest);
+                }
+            }
+        }
+    }
+}
+
+/// How many bytes a journal takes on between rewrites (512 KiB; the
+/// variable `SLURP_JOURNAL_COMPACT` sets another, as the tests do to see
+/// rewrites in small runs).
+pub fn compact_every() -> u64 {
+    std::env::var("SLURP_JOURNAL_COMPACT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512 * 1024)
 }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): a process group
@@ -230,6 +420,15 @@ pub struct Journal {
     dir: PathBuf,
     /// The run's files as it named them, by `FileId`.
     files: Vec<String>,
+    /// What succeeded of each cohort, as written so far.
+    done: BTreeMap<u32, Done>,
+    /// Bytes written since the last rewrite, and the size it left.
+    appended: u64,
+    base: u64,
+    /// Members written as succeeded since the last rewrite: nothing to
+    /// rewrite without them.
+    folded: u64,
+    compact_every: u64,
 }
 
 impl Journal {
@@ -276,6 +475,11 @@ impl Journal {
             file,
             dir: run_dir.to_path_buf(),
             files: files.iter().map(|(name, _)| name.clone()).collect(),
+            done: BTreeMap::new(),
+            appended: 0,
+            base: 0,
+            folded: 0,
+            compact_every: compact_every(),
         };
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -319,14 +523,130 @@ impl Journal {
 
     /// Appends records in one `write` (what one scheduling step decided:
     /// a system call per step, not per record); a crash leaves a prefix of
-    /// whole lines and at most one torn.
+    /// whole lines and at most one torn. The step's [`Record::Done`]s are
+    /// written as one per cohort, last; the journal is rewritten when it
+    /// has grown by [`compact_every`] (or by its size, if more) since the
+    /// last rewrite.
     pub fn write_all(&mut self, records: &[Record]) -> io::Result<()> {
         let mut lines = Vec::with_capacity(160 * records.len());
+        let mut step: BTreeMap<u32, (u64, Done)> = BTreeMap::new();
         for record in records {
+            if let Record::Done {
+                t,
+                cohort,
+                ranges,
+                digests,
+            } = record
+            {
+                let (at, done) = step.entry(*cohort).or_default();
+                *at = (*at).max(*t);
+                done.merge(&Done::of_record(ranges, digests).unwrap_or_default());
+                continue;
+            }
             serde_json::to_writer(&mut lines, record).map_err(io::Error::other)?;
             lines.push(b'\n');
         }
-        self.file.write_all(&lines)
+        for (cohort, (t, done)) in &step {
+            serde_json::to_writer(&mut lines, &done.record(*t, *cohort))
+                .map_err(io::Error::other)?;
+            lines.push(b'\n');
+        }
+        self.file.write_all(&lines)?;
+        self.appended += lines.len() as u64;
+        for (cohort, (_, done)) in step {
+            self.folded += done.len();
+            self.done.entry(cohort).or_default().merge(&done);
+        }
+        // By size alone: a run of a few thousand tasks keeps every
+        // member's records, and its report every bar.
+        if self.folded > 0 && self.appended >= self.compact_every.max(self.base) {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the journal without what its `done` records now say: each
+    /// cohort's successes in one record after the cohort's, its succeeded
+    /// members' own records gone, every other line as it was. Written to a
+    /// new file, locked, then renamed over the journal, so a reader or a
+    /// kill at any moment sees the old journal or the new, whole.
+    fn compact(&mut self) -> io::Result<()> {
+        #[derive(Deserialize)]
+        struct Peek {
+            ev: String,
+            #[serde(default)]
+            id: Option<u32>,
+            #[serde(default)]
+            cohort: serde_json::Value,
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join("events.jsonl");
+        let fresh = self.dir.join("events.jsonl.new");
+        // One a kill cut short.
+        let _ = std::fs::remove_file(&fresh);
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .mode(0o600)
+            .open(&fresh)?;
+        let file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| io::Error::from(e))?;
+        // Streamed: a journal of many tasks of their own is not held whole.
+        let mut out = io::BufWriter::with_capacity(1 << 16, &*file);
+        let mut size = 0u64;
+        let mut put = |out: &mut io::BufWriter<&File>, line: &[u8]| -> io::Result<()> {
+            size += line.len() as u64 + 1;
+            out.write_all(line)?;
+            out.write_all(b"\n")
+        };
+        let record =
+            |c: u32, done: &Done| serde_json::to_vec(&done.record(0, c)).map_err(io::Error::other);
+        let mut written = std::collections::BTreeSet::new();
+        for line in io::BufReader::new(File::open(&path)?).split(b'\n') {
+            let line = line?;
+            if line.is_empty() {
+                continue;
+            }
+            let peek = serde_json::from_slice::<Peek>(&line).ok();
+            let keep = match &peek {
+                Some(p) if p.ev == "done" => false,
+                Some(p) if matches!(p.ev.as_str(), "state" | "start" | "group") => {
+                    match serde_json::from_value::<(u32, u32)>(p.cohort.clone()) {
+                        Ok((c, m)) => !self.done.get(&c).is_some_and(|d| d.members.contains(&m)),
+                        Err(_) => true,
+                    }
+                }
+                _ => true,
+            };
+            if keep {
+                put(&mut out, &line)?;
+            }
+            if let Some(Peek {
+                ev, id: Some(c), ..
+            }) = &peek
+                && ev == "cohort"
+                && let Some(done) = self.done.get(c)
+                && written.insert(*c)
+            {
+                put(&mut out, &record(*c, done)?)?;
+            }
+        }
+        // A cohort record is always written before its members succeed;
+        // should one be missing, its successes are kept all the same.
+        for (c, done) in &self.done {
+            if !written.contains(c) {
+                put(&mut out, &record(*c, done)?)?;
+            }
+        }
+        out.flush()?;
+        drop(out);
+        std::fs::rename(&fresh, &path)?;
+        // The old file's lock goes with it; the new one is locked already.
+        self.file = file;
+        self.base = size;
+        self.appended = 0;
+        self.folded = 0;
+        Ok(())
     }
 
     /// The `FILE:LINE` of a task's defining line, as the journal names it.
@@ -336,11 +656,12 @@ impl Journal {
         format!("{file}:{}", source.line)
     }
 
-    /// The record for a core event of the instance at `scope`, a member of
-    /// `cohort` or not; a start is recorded where it is `placed` (node,
-    /// cores, GPUs per slice, in top-level ids). None for a move to
-    /// `running`: the start record that comes with it is the attempt's
-    /// `running` (readers take it so).
+    /// The record for a core event of the instance at `scope`, of a
+    /// task that is `cohort`'s member (cohort, member) or not; a start is
+    /// recorded where it is `placed` (node, cores, GPUs per slice, in
+    /// top-level ids). None for a move to `running`: the start record that
+    /// comes with it is the attempt's `running` (readers take it so). A
+    /// member's success is a [`Record::Done`].
     pub fn record(
         &self,
         program: &Program,
@@ -348,13 +669,28 @@ impl Journal {
         scope: &str,
         event: &Event,
         placed: &[Placed],
-        cohort: Option<u32>,
+        cohort: Option<(u32, u32)>,
     ) -> Option<Record> {
         let wf = program.workflow(workflow);
+        if let (
+            Event::Transition {
+                time,
+                task,
+                to: State::Succeeded,
+                ..
+            },
+            Some((c, m)),
+        ) = (event, cohort)
+        {
+            let mut done = Done::default();
+            done.add(m, wf.key(*task, scope));
+            return Some(done.record(time.0, c));
+        }
         Some(match event {
             Event::Transition {
                 to: State::Running, ..
             } => return None,
+
             Event::Transition {
                 time,
                 task,
@@ -428,7 +764,7 @@ pub struct Replay {
     /// The defining line of each task that reached a final state.
     pub sources: BTreeMap<String, String>,
     /// The keys of the tasks that succeeded (run or resumed), counted.
-    pub succeeded: std::collections::HashMap<u64, usize>,
+    pub succeeded: HashMap<u64, usize>,
     /// The absolute workflow path and the arguments it ran with.
     pub path: String,
     pub args: Vec<String>,
@@ -447,9 +783,32 @@ pub struct Replay {
     pub damage: Damage,
     /// Lines that are not records of this format, by line number.
     pub bad_lines: Vec<usize>,
-    /// Each cohort's members, how many of them have records (the others
-    /// are runnable and never started), and their defining line.
-    pub cohorts: BTreeMap<u32, (u32, u32, String)>,
+    /// The cohorts, by id.
+    pub cohorts: BTreeMap<u32, Cohort>,
+}
+
+/// A cohort as the journal tells it: its members with records of their
+/// own are in [`Replay::tasks`], those that succeeded as ranges in `done`,
+/// and the others are runnable, never started.
+#[derive(Debug, Default, Serialize)]
+pub struct Cohort {
+    /// The id of its first member, and how many it has.
+    pub first: String,
+    pub count: u32,
+    /// Their defining line, `FILE:LINE`.
+    pub src: String,
+    /// Members with records of their own: their ids, by member number.
+    #[serde(skip)]
+    pub named: BTreeMap<u32, String>,
+    #[serde(skip)]
+    pub done: Done,
+}
+
+impl Cohort {
+    /// Members no record names: runnable, never started.
+    pub fn unstarted(&self) -> u64 {
+        u64::from(self.count).saturating_sub(self.named.len() as u64 + self.done.len())
+    }
 }
 
 impl Replay {
@@ -459,22 +818,56 @@ impl Replay {
         for (state, _) in self.tasks.values() {
             counts[*state as usize] += 1;
         }
-        counts[State::Runnable as usize] += self.unstarted() as usize;
+        for cohort in self.cohorts.values() {
+            counts[State::Runnable as usize] += cohort.unstarted() as usize;
+            counts[State::Succeeded as usize] += cohort.done.len() as usize;
+        }
         counts
     }
 
     /// Cohort members no record names: runnable, never started.
     pub fn unstarted(&self) -> u64 {
-        self.cohorts
-            .values()
-            .map(|&(count, seen, _)| u64::from(count.saturating_sub(seen)))
-            .sum()
+        self.cohorts.values().map(Cohort::unstarted).sum()
     }
 
-    /// A record named a task, `new` if for the first time, of `cohort`.
-    fn seen(&mut self, new: bool, cohort: Option<u32>) {
-        if new && let Some(c) = cohort.and_then(|id| self.cohorts.get_mut(&id)) {
-            c.1 += 1;
+    /// Member `member` of `cohort` has a record, as `task`.
+    fn seen(&mut self, task: &str, cohort: Option<(u32, u32)>) {
+        if let Some((c, m)) = cohort
+            && let Some(c) = self.cohorts.get_mut(&c)
+        {
+            c.named.entry(m).or_insert_with(|| task.to_owned());
+        }
+    }
+
+    /// Members of cohort `c` succeeded: they are counted in its `done`,
+    /// and their own records, read before, are forgotten.
+    fn done(&mut self, c: u32, done: &Done) {
+        let Some(cohort) = self.cohorts.get_mut(&c) else {
+            return;
+        };
+        cohort.done.merge(done);
+        for r in done.members.iter() {
+            let named: Vec<u32> = cohort.named.range(r.clone()).map(|(&m, _)| m).collect();
+            for m in named {
+                if let Some(task) = cohort.named.remove(&m) {
+                    self.tasks.remove(&task);
+                    self.attempts.remove(&task);
+                    self.sources.remove(&task);
+                }
+            }
+        }
+    }
+
+    /// What `slurp resume` of this run may skip.
+    pub fn credits(&self) -> Credits {
+        Credits {
+            keys: self.succeeded.clone(),
+            members: self
+                .cohorts
+                .values()
+                .filter(|c| !c.done.is_empty())
+                .map(|c| (c.first.clone(), c.done.clone()))
+                .collect(),
         }
     }
 
@@ -628,8 +1021,8 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             ..
         } => {
             let src = src.or_else(|| {
-                let c = replay.cohorts.get(&cohort?)?;
-                (to.is_final() && !c.2.is_empty()).then(|| c.2.clone())
+                let c = replay.cohorts.get(&cohort?.0)?;
+                (to.is_final() && !c.src.is_empty()).then(|| c.src.clone())
             });
             if let Some(src) = src {
                 replay.sources.insert(task.clone(), src);
@@ -637,19 +1030,44 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             if let Some(key) = key.and_then(|k| u64::from_str_radix(&k, 16).ok()) {
                 *replay.succeeded.entry(key).or_default() += 1;
             }
-            let new = replay.tasks.insert(task, (to, reason)).is_none();
-            replay.seen(new, cohort);
+            replay.seen(&task, cohort);
+            replay.tasks.insert(task, (to, reason));
         }
-        Record::Cohort { id, count, src, .. } => {
-            replay.cohorts.insert(id, (count, 0, src));
+        Record::Cohort {
+            id,
+            first,
+            count,
+            src,
+            ..
+        } => {
+            replay.cohorts.insert(
+                id,
+                Cohort {
+                    first,
+                    count,
+                    src,
+                    ..Cohort::default()
+                },
+            );
+        }
+        Record::Done {
+            cohort,
+            ranges,
+            digests,
+            ..
+        } => {
+            // One that does not hold together counts as a line not read.
+            if let Some(done) = Done::of_record(&ranges, &digests) {
+                replay.done(cohort, &done);
+            }
         }
         Record::Start { task, cohort, .. } => {
             *replay.attempts.entry(task.clone()).or_default() += 1;
             // A start is the attempt's `running` (written only so since
             // the journal has starts).
             let running = (State::Running, serde_json::json!("ready"));
-            let new = replay.tasks.insert(task, running).is_none();
-            replay.seen(new, cohort);
+            replay.seen(&task, cohort);
+            replay.tasks.insert(task, running);
         }
         Record::Group { .. } => {}
         Record::Submit {
@@ -751,6 +1169,128 @@ mod tests {
             replay.succeeded[&0xff], 2,
             "two successes of one key are two credits"
         );
+    }
+
+    /// Members 0..40 of a cohort start and end (member 7 fails); 40..50
+    /// never start. Rewritten, the journal says what it said before, in a
+    /// few lines.
+    #[test]
+    fn a_rewritten_journal_replays_as_the_one_it_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r");
+        let mut journal = Journal::create(&run, "r", Header::default(), &[]).unwrap();
+        journal.compact_every = u64::MAX;
+        let start = |m: u32| Record::Start {
+            t: u64::from(m),
+            task: format!("s[{m}]"),
+            attempt: 1,
+            nodes: vec![0],
+            cores: vec![vec![m % 2]],
+            gpus: vec![vec![]],
+            cohort: Some((0, m)),
+        };
+        let group = |m: u32| Record::Group {
+            t: u64::from(m),
+            task: format!("s[{m}]"),
+            attempt: 1,
+            pgid: 100 + m as i32,
+            boot: String::new(),
+            cohort: Some((0, m)),
+        };
+        let done = |m: u32| {
+            let mut d = Done::default();
+            d.add(m, 1000 + u64::from(m));
+            d.record(u64::from(m) + 1, 0)
+        };
+        journal
+            .write(&Record::Cohort {
+                t: 0,
+                id: 0,
+                first: "s[0]".into(),
+                count: 50,
+                src: "w.slurp:1".into(),
+            })
+            .unwrap();
+        for m in 0..40 {
+            journal.write_all(&[start(m), group(m)]).unwrap();
+            if m == 7 {
+                journal
+                    .write(&Record::State {
+                        t: 8,
+                        task: "s[7]".into(),
+                        to: State::Failed,
+                        reason: serde_json::json!({"ended": {"exit": 1}}),
+                        key: None,
+                        src: None,
+                        cohort: Some((0, 7)),
+                    })
+                    .unwrap();
+            } else if m % 2 == 1 {
+                // Two successes in one step are one record.
+                journal.write_all(&[done(m - 1), done(m)]).unwrap();
+            }
+        }
+        let path = run.join("events.jsonl");
+        let before = replay(&path).unwrap();
+        let lines_before = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert_eq!(lines_before, 1 + 1 + 80 + 1 + 19);
+        journal.compact_every = 0;
+        journal
+            .write(&Record::End {
+                t: 50,
+                interrupted: false,
+            })
+            .unwrap();
+        let after = replay(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Header, cohort, its one `done`, member 6's start and group (it
+        // was to end with 7, which failed: it is still running), 7's start,
+        // group and failure, end.
+        let kept: Vec<&str> = text.lines().collect();
+        assert_eq!(kept.len(), 9, "{text}");
+        assert!(kept[2].contains(r#""ev":"done""#), "{text}");
+        for r in [&before, &after] {
+            assert_eq!(r.counts()[State::Succeeded as usize], 38);
+            assert_eq!(r.counts()[State::Failed as usize], 1);
+            assert_eq!(r.counts()[State::Runnable as usize], 10);
+            assert_eq!(r.counts()[State::Running as usize], 1);
+            assert_eq!(r.tasks.keys().collect::<Vec<_>>(), ["s[6]", "s[7]"]);
+        }
+        assert_eq!(before.credits().members, after.credits().members);
+        let mut expected = Done::default();
+        for m in (0..40).filter(|&m| !(6..=7).contains(&m)) {
+            expected.add(m, 1000 + u64::from(m));
+        }
+        assert_eq!(after.credits().members["s[0]"], expected);
+        // Only the running member's process group is left to stop.
+        let left = left_groups(&path).unwrap();
+        assert_eq!(left, [("s[6]".to_owned(), 106)]);
+    }
+
+    #[test]
+    fn digests_add_up_in_any_order_and_chunks_split_them() {
+        let mut a = Done::default();
+        let mut b = Done::default();
+        for m in [3, CHUNK + 1, 4, 0] {
+            a.add(m, u64::from(m) * 7);
+        }
+        for m in [0, 4, CHUNK + 1, 3, 3] {
+            b.add(m, u64::from(m) * 7);
+        }
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 4);
+        let (members, digest) = a.chunk(0);
+        assert_eq!(members, [0..1, 3..5]);
+        assert_eq!(digest, mix(0).wrapping_add(mix(21)).wrapping_add(mix(28)));
+        assert_eq!(a.chunk(1).0, vec![(CHUNK + 1)..(CHUNK + 2)]);
+        let Record::Done {
+            ranges, digests, ..
+        } = a.record(0, 0)
+        else {
+            unreachable!()
+        };
+        assert_eq!(Done::of_record(&ranges, &digests), Some(a));
+        assert_eq!(Done::of_record(&[(5, 5)], &[]), None, "an empty range");
     }
 
     #[test]

@@ -73,9 +73,10 @@ pub struct RunOptions {
     /// How deep this slurp itself is nested in other slurps' tasks
     /// (`SLURP_DEPTH` of its environment; 0 at the outermost).
     pub depth: u32,
-    /// `slurp resume`: the keys of tasks that already succeeded, counted;
-    /// a task whose key has a credit left is not run again.
-    pub resume: HashMap<u64, usize>,
+    /// `slurp resume`: the keys of tasks that already succeeded, counted
+    /// (a task whose key has a credit left is not run again), and the
+    /// cohorts' members that did, by range.
+    pub resume: crate::journal::Credits,
     /// `--joblog FILE`: GNU parallel's tab-separated log of attempts.
     pub joblog: Option<PathBuf>,
     /// Add to an existing joblog (a resumed run, as `parallel --resume`
@@ -319,7 +320,7 @@ struct Driver<'p> {
     /// A journal write failed (reported once).
     journal_error: bool,
     /// What is left of `RunOptions::resume`.
-    credits: HashMap<u64, usize>,
+    credits: crate::journal::Credits,
     joblog: Option<std::fs::File>,
     /// Attempts started, numbered for the joblog's `Seq`.
     seq: u64,
@@ -607,6 +608,7 @@ impl Driver<'_> {
                 attempt,
                 pgid,
             } => {
+                let inst = &self.instances[instance as usize];
                 let record = Record::Group {
                     t: self.now().0,
                     task: self.name(instance as usize, task),
@@ -614,6 +616,10 @@ impl Driver<'_> {
                     pgid,
                     // The header's: this slurp's boot.
                     boot: String::new(),
+                    cohort: inst
+                        .core
+                        .cohort_of(task)
+                        .map(|(c, m)| (inst.cohorts + c as u32, m)),
                 };
                 self.log(record);
             }
@@ -657,7 +663,10 @@ impl Driver<'_> {
                         let task = match event {
                             Event::Transition { task, .. } | Event::Start { task, .. } => *task,
                         };
-                        let cohort = inst.core.cohort_of(task).map(|c| inst.cohorts + c as u32);
+                        let cohort = inst
+                            .core
+                            .cohort_of(task)
+                            .map(|(c, m)| (inst.cohorts + c as u32, m));
                         journal.record(
                             self.program,
                             inst.workflow,
@@ -1005,7 +1014,11 @@ impl Driver<'_> {
 
     /// Marks the tasks of a new instance that already succeeded in the run
     /// being resumed (each success is one credit; nested entries are never
-    /// credited — their child instance's tasks are).
+    /// credited — their child instance's tasks are). A cohort's members are
+    /// credited a chunk at a time, where the digest of the members the run
+    /// resumed had is that of the members with those numbers now: an edit
+    /// that changed one member reruns its chunk, one that added members
+    /// at the end reruns only them.
     fn resume(&mut self, i: usize) {
         if self.credits.is_empty() {
             return;
@@ -1013,12 +1026,46 @@ impl Driver<'_> {
         let now = self.now();
         let inst = &mut self.instances[i];
         let workflow = self.program.workflow(inst.workflow);
-        let credits = &mut self.credits;
         let scope = inst.path.clone();
+        let mut cohorts: Vec<(std::ops::Range<u32>, rangemap::RangeSet<u32>)> = Vec::new();
+        for (first, count) in inst.core.cohorts() {
+            let name = format!("{scope}{}", workflow.task_name(first));
+            let Some(done) = self.credits.members.remove(&name) else {
+                continue;
+            };
+            let mut credited = rangemap::RangeSet::new();
+            for &chunk in done.digests.keys() {
+                let (members, digest) = done.chunk(chunk);
+                if members.iter().any(|r| r.end > count) {
+                    continue;
+                }
+                let sum = members.iter().flat_map(Clone::clone).fold(0u64, |sum, m| {
+                    sum.wrapping_add(crate::journal::mix(
+                        workflow.key(TaskId(first.0 + m), &scope),
+                    ))
+                });
+                if sum == digest {
+                    for r in members {
+                        credited.insert(r);
+                    }
+                }
+            }
+            cohorts.push((first.0..first.0 + count, credited));
+        }
+        cohorts.sort_by_key(|(ids, _)| ids.start);
+        let credits = &mut self.credits.keys;
         inst.core.resume(now, |task| {
             if workflow.task(task).nested.is_some() {
                 return false;
             }
+            let k = cohorts.partition_point(|(ids, _)| ids.end <= task.0);
+            if let Some((ids, credited)) = cohorts.get(k)
+                && ids.contains(&task.0)
+                && credited.contains(&(task.0 - ids.start))
+            {
+                return true;
+            }
+            // Journals from before cohorts credit members by key.
             match credits.get_mut(&workflow.key(task, &scope)) {
                 Some(n) if *n > 0 => {
                     *n -= 1;

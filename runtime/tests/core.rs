@@ -826,7 +826,7 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
     ];
     let mut core = Core::with_parts(one, PolicyKind::EASY, parts, |_| Vec::new(), Time(0));
     assert_eq!(core.cohorts().collect::<Vec<_>>(), [(TaskId(1), 8)]);
-    assert_eq!(core.cohort_of(TaskId(3)), Some(0));
+    assert_eq!(core.cohort_of(TaskId(3)), Some((0, 2)), "the third member");
     assert_eq!(core.cohort_of(TaskId(0)), None);
     // Members 2 and 4 succeeded in the run resumed.
     core.resume(Time(0), |t| t == TaskId(2) || t == TaskId(4));

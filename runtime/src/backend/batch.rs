@@ -37,7 +37,8 @@ pub struct Options {
     pub slurp: PathBuf,
     pub output: OutputMode,
     /// `slurp resume`: keys of tasks that already succeeded, counted; such
-    /// a task is not submitted again, and its dependents do not wait on it.
+    /// a task is not submitted again, and its dependents do not wait on it
+    /// (a batch run's journal writes no cohorts: every task has its key).
     pub resume: HashMap<u64, usize>,
 }
 

@@ -402,9 +402,11 @@ impl Core {
             .map(|c| (TaskId(c.ids.start), c.ids.len() as u32))
     }
 
-    /// The cohort `task` is a member of (its index in [`Core::cohorts`]).
-    pub fn cohort_of(&self, task: TaskId) -> Option<usize> {
-        self.slots.cohort_of(task.0)
+    /// The cohort `task` is a member of (its index in [`Core::cohorts`]),
+    /// and which member (from 0).
+    pub fn cohort_of(&self, task: TaskId) -> Option<(usize, u32)> {
+        let c = self.slots.cohort_of(task.0)?;
+        Some((c, task.0 - self.slots.cohorts[c].ids.start))
     }
 
     /// A core for the tasks of a workflow: a run of a sweep's members
