@@ -266,6 +266,18 @@ impl Progress {
 
     /// A core event of the instance at `scope`.
     pub fn event(&self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event) {
+        if let Event::Resumed { count, .. } = event {
+            let Ok(mut counts) = self.counts.lock() else {
+                return;
+            };
+            counts.finals[State::Succeeded as usize] += u64::from(*count);
+            for (i, _) in scope.match_indices('/') {
+                if let Some(instance) = counts.instances.get_mut(&scope[..=i]) {
+                    instance.done += u64::from(*count);
+                }
+            }
+            return;
+        }
         let Event::Transition { task, to, .. } = event else {
             return;
         };

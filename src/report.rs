@@ -37,11 +37,15 @@ pub fn report(run: Option<&str>, out: &Path) -> io::Result<ExitCode> {
 /// The page of one run.
 pub fn run_page(timeline: &Timeline, header: &slurp_report::timeline::Header) -> Page {
     let counts = timeline.counts();
-    let parts: Vec<String> = State::ALL
+    let mut parts: Vec<String> = State::ALL
         .iter()
         .filter(|s| counts[**s as usize] > 0)
         .map(|s| format!("{} {}", counts[*s as usize], s.name()))
         .collect();
+    let unstarted: u64 = timeline.summarised.iter().map(|s| s.unstarted).sum();
+    if unstarted > 0 {
+        parts.push(format!("{unstarted} never started"));
+    }
     let cores = timeline.lanes.iter().filter(|l| !l.gpu).count();
     let gpus = timeline.lanes.len() - cores;
     let nodes = {

@@ -415,3 +415,25 @@ fn a_live_run_is_reported_as_far_as_its_journal_goes() {
         "the summary says the run has not ended"
     );
 }
+
+/// A sweep whose journal was rewritten keeps its successes as ranges: the
+/// report counts them ("not drawn") and still draws what did not succeed.
+#[test]
+fn a_rewritten_sweep_is_counted_whole_and_its_failure_drawn() {
+    let t = Test::new()
+        .file("w.slurp", "task s[i=1..400]: sh -c 'test {i} != 5'\n")
+        .env("SLURP_JOURNAL_COMPACT", "1")
+        .args(&["--cores", "2", "w.slurp"]);
+    assert_eq!(t.run().status, 1);
+    let (_, html) = write_report(&t);
+    assert!(
+        html.contains("<dt>tasks</dt><dd>400: 399 succeeded, 1 failed</dd>"),
+        "{html}"
+    );
+    assert!(html.contains("<dt>not drawn</dt>"), "{html}");
+    let failed: Vec<_> = marks(&html, "rect")
+        .into_iter()
+        .filter(|(c, _)| c == "bar failed")
+        .collect();
+    assert_eq!(failed, [("bar failed".to_owned(), "s[5]".to_owned())]);
+}

@@ -108,6 +108,8 @@ pub struct Summarised {
     pub src: String,
     /// Members that succeeded with no record of their own left.
     pub succeeded: u64,
+    /// Members never started (a run killed or interrupted mid-sweep).
+    pub unstarted: u64,
 }
 
 /// How the time axis is labelled.
@@ -134,18 +136,21 @@ impl Timeline {
         counts
     }
 
-    /// How many tasks it counts: those drawn and those summarised.
+    /// How many tasks it counts: those drawn, those summarised and the
+    /// sweep members never started.
     pub fn total(&self) -> u64 {
-        self.tasks.len() as u64 + self.summarised().0
+        let unstarted: u64 = self.summarised.iter().map(|s| s.unstarted).sum();
+        self.tasks.len() as u64 + self.summarised().0 + unstarted
     }
 
-    /// The members counted but not drawn, and a line that says so (empty
-    /// when there are none).
+    /// The members that succeeded, counted but not drawn, and a line that
+    /// says so (empty when there are none).
     pub fn summarised(&self) -> (u64, String) {
         let n: u64 = self.summarised.iter().map(|s| s.succeeded).sum();
         let of: Vec<String> = self
             .summarised
             .iter()
+            .filter(|s| s.succeeded > 0)
             .map(|s| format!("{} of {} ({})", s.succeeded, s.first, s.src))
             .collect();
         (n, of.join(", "))
@@ -185,8 +190,10 @@ impl Timeline {
         // Each cohort's first member and defining line, which its members'
         // records leave out, and its members with records, by number.
         let mut cohorts: HashMap<u32, (String, String)> = HashMap::new();
+        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
         let mut members: HashMap<u32, BTreeMap<u32, String>> = HashMap::new();
         let mut summarised: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut drawn_done: BTreeMap<u32, u64> = BTreeMap::new();
         let damage = slurp_runtime::journal::read(path, |_, record| match record {
             Record::Header {
                 run,
@@ -219,8 +226,15 @@ impl Timeline {
                 }
                 builder.state(t, &task, to, &reason, src)
             }
-            Record::Cohort { id, first, src, .. } => {
+            Record::Cohort {
+                id,
+                first,
+                src,
+                count,
+                ..
+            } => {
                 cohorts.insert(id, (first, src));
+                counts.insert(id, u64::from(count));
             }
             Record::Start {
                 t,
@@ -259,6 +273,7 @@ impl Timeline {
                     .map(|&(a, b)| u64::from(b.saturating_sub(a)))
                     .sum();
                 *summarised.entry(cohort).or_default() += all.saturating_sub(drawn);
+                *drawn_done.entry(cohort).or_default() += drawn;
             }
             Record::Group { .. } | Record::Submit { .. } => {}
             Record::End { t, interrupted } => {
@@ -267,16 +282,22 @@ impl Timeline {
             }
         })?;
         let mut timeline = builder.finish(TimeUnit::Millis);
-        timeline.summarised = summarised
+        // Per cohort: members drawn (those with records still), those that
+        // succeeded as ranges only, and the rest never started.
+        timeline.summarised = counts
             .into_iter()
-            .filter(|&(_, n)| n > 0)
-            .map(|(c, succeeded)| {
+            .filter_map(|(c, count)| {
                 let (first, src) = cohorts.remove(&c).unwrap_or_default();
-                Summarised {
+                let drawn = members.get(&c).map_or(0, |m| m.len() as u64)
+                    + drawn_done.get(&c).copied().unwrap_or(0);
+                let succeeded = summarised.get(&c).copied().unwrap_or(0);
+                let unstarted = count.saturating_sub(drawn + succeeded);
+                (succeeded + unstarted > 0).then_some(Summarised {
                     first,
                     src,
                     succeeded,
-                }
+                    unstarted,
+                })
             })
             .collect();
         Ok((timeline, header, damage))

@@ -690,6 +690,9 @@ impl Journal {
             Event::Transition {
                 to: State::Running, ..
             } => return None,
+            // The driver writes what a resume took over as `done` records
+            // itself: it has the digests already.
+            Event::Resumed { .. } => return None,
 
             Event::Transition {
                 time,

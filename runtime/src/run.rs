@@ -649,7 +649,7 @@ impl Driver<'_> {
                 .iter()
                 .map(|event| match event {
                     Event::Start { alloc, .. } => self.place(i, alloc),
-                    Event::Transition { .. } => Vec::new(),
+                    Event::Transition { .. } | Event::Resumed { .. } => Vec::new(),
                 })
                 .collect();
             // Journaled before they are acted on (a start is on record
@@ -662,6 +662,7 @@ impl Driver<'_> {
                     .filter_map(|(event, placed)| {
                         let task = match event {
                             Event::Transition { task, .. } | Event::Start { task, .. } => *task,
+                            Event::Resumed { .. } => return None,
                         };
                         let cohort = inst
                             .core
@@ -694,6 +695,13 @@ impl Driver<'_> {
                     && !self.waiting_on.is_empty()
                 {
                     self.ended_for_waiters(i, *task);
+                }
+                if let Event::Resumed { first, count, .. } = event
+                    && !self.waiting_on.is_empty()
+                {
+                    for t in first.0..first.0 + count {
+                        self.ended_for_waiters(i, TaskId(t));
+                    }
                 }
                 if let Event::Start { task, attempt, .. } = event {
                     self.start(i, *task, *attempt, placed, dirty, observer);
@@ -1027,53 +1035,80 @@ impl Driver<'_> {
         let inst = &mut self.instances[i];
         let workflow = self.program.workflow(inst.workflow);
         let scope = inst.path.clone();
-        let mut cohorts: Vec<(std::ops::Range<u32>, rangemap::RangeSet<u32>)> = Vec::new();
+        // Per cohort: its ids, and the members credited by range with
+        // the digests they were credited by.
+        let mut cohorts: Vec<(std::ops::Range<u32>, crate::journal::Done)> = Vec::new();
         for (first, count) in inst.core.cohorts() {
             let name = format!("{scope}{}", workflow.task_name(first));
-            let Some(done) = self.credits.members.remove(&name) else {
-                continue;
-            };
-            let mut credited = rangemap::RangeSet::new();
-            for &chunk in done.digests.keys() {
-                let (members, digest) = done.chunk(chunk);
-                if members.iter().any(|r| r.end > count) {
-                    continue;
-                }
-                let sum = members.iter().flat_map(Clone::clone).fold(0u64, |sum, m| {
-                    sum.wrapping_add(crate::journal::mix(
-                        workflow.key(TaskId(first.0 + m), &scope),
-                    ))
-                });
-                if sum == digest {
-                    for r in members {
-                        credited.insert(r);
+            let mut credited = crate::journal::Done::default();
+            if let Some(done) = self.credits.members.remove(&name) {
+                for &chunk in done.digests.keys() {
+                    let (members, digest) = done.chunk(chunk);
+                    if members.iter().any(|r| r.end > count) {
+                        continue;
+                    }
+                    let sum = members.iter().flat_map(Clone::clone).fold(0u64, |sum, m| {
+                        sum.wrapping_add(crate::journal::mix(
+                            workflow.key(TaskId(first.0 + m), &scope),
+                        ))
+                    });
+                    if sum == digest {
+                        credited.merge(&crate::journal::Done {
+                            members: members.into_iter().collect(),
+                            digests: [(chunk, digest)].into(),
+                        });
                     }
                 }
             }
             cohorts.push((first.0..first.0 + count, credited));
         }
-        cohorts.sort_by_key(|(ids, _)| ids.start);
+        // In id order (the core makes them so), and numbered as the core
+        // numbers them.
+        debug_assert!(cohorts.is_sorted_by_key(|(ids, _)| ids.start));
         let credits = &mut self.credits.keys;
+        // Members credited by key (journals from before cohorts): their
+        // successes are journaled with the digests of their keys.
+        let mut by_key: Vec<(u32, u64)> = Vec::new();
         inst.core.resume(now, |task| {
             if workflow.task(task).nested.is_some() {
                 return false;
             }
             let k = cohorts.partition_point(|(ids, _)| ids.end <= task.0);
-            if let Some((ids, credited)) = cohorts.get(k)
-                && ids.contains(&task.0)
-                && credited.contains(&(task.0 - ids.start))
+            let cohort = cohorts.get(k).filter(|(ids, _)| ids.contains(&task.0));
+            if let Some((ids, credited)) = cohort
+                && credited.members.contains(&(task.0 - ids.start))
             {
                 return true;
             }
-            // Journals from before cohorts credit members by key.
-            match credits.get_mut(&workflow.key(task, &scope)) {
+            // Hashed only when there are keys: a 10^8-member sweep's resume
+            // is not 10^8 hashes.
+            if credits.is_empty() {
+                return false;
+            }
+            let key = workflow.key(task, &scope);
+            match credits.get_mut(&key) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
+                    if cohort.is_some() {
+                        by_key.push((task.0, key));
+                    }
                     true
                 }
                 _ => false,
             }
         });
+        // What was taken over, journaled as a run writes what succeeds:
+        // ranges, and the digests they were credited by.
+        let mut records = Vec::new();
+        for (c, (ids, mut done)) in cohorts.into_iter().enumerate() {
+            for &(t, key) in by_key.iter().filter(|(t, _)| ids.contains(t)) {
+                done.add(t - ids.start, key);
+            }
+            if !done.is_empty() {
+                records.push(done.record(now.0, inst.cohorts + c as u32));
+            }
+        }
+        self.log_all(&records);
     }
 
     /// Every task of instance `i` reached a final state: its entry in the
@@ -1703,6 +1738,12 @@ impl Driver<'_> {
                 "t": time.0,
                 "task": self.name(i, *task),
                 "attempt": attempt,
+            }),
+            Event::Resumed { time, first, count } => json!({
+                "event": "resumed",
+                "t": time.0,
+                "first": self.name(i, *first),
+                "count": count,
             }),
         };
         let mut line = line.to_string();

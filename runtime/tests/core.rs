@@ -107,7 +107,7 @@ fn play(mut core: Core, capacity: Capacity, specs: &[Spec]) -> Trace {
                 } if to.is_final() => {
                     trace.finals.insert(task.0, (to, reason));
                 }
-                Event::Transition { .. } => {}
+                Event::Transition { .. } | Event::Resumed { .. } => {}
             }
         }
         // No id held twice, no memory over a node.
@@ -834,21 +834,40 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
     assert_eq!(core.reason(TaskId(4)), Reason::Resumed);
     // Only the individual task was announced at the start; resumed
     // members are told as such.
-    let first: Vec<(u32, State)> = core
+    let first: Vec<(u32, State, u32)> = core
         .drain()
         .filter_map(|e| match e {
-            Event::Transition { task, to, .. } => Some((task.0, to)),
+            Event::Transition { task, to, .. } => Some((task.0, to, 1)),
+            Event::Resumed { first, count, .. } => Some((first.0, State::Succeeded, count)),
             Event::Start { .. } => None,
         })
         .collect();
     assert_eq!(
         first,
         [
-            (0, State::Runnable),
-            (2, State::Succeeded),
-            (4, State::Succeeded)
+            (0, State::Runnable, 1),
+            (2, State::Succeeded, 1),
+            (4, State::Succeeded, 1)
         ]
     );
+    // Consecutive members are one stretch.
+    let mut other = Core::with_parts(
+        one,
+        PolicyKind::EASY,
+        vec![Part::Many(job(1, 1, Some(10)), 8)],
+        |_| Vec::new(),
+        Time(0),
+    );
+    other.resume(Time(0), |t| (2..6).contains(&t.0) || t.0 == 7);
+    let stretches: Vec<(u32, u32)> = other
+        .drain()
+        .filter_map(|e| match e {
+            Event::Resumed { first, count, .. } => Some((first.0, count)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stretches, [(2, 4), (7, 1)]);
+    assert_eq!(other.counts()[State::Succeeded as usize], 5);
     assert!(core.cancel(Time(0), TaskId(5)));
     assert_eq!(core.state(TaskId(5)), State::Cancelled);
     let mut started = Vec::new();

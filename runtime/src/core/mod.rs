@@ -190,6 +190,14 @@ pub enum Event {
         attempt: u32,
         alloc: Alloc,
     },
+    /// `count` members of a cohort from `first` on succeeded in the run
+    /// resumed ([`Core::resume`]): one event for a stretch of them, so a
+    /// sweep of 10⁸ taken over is not 10⁸ events.
+    Resumed {
+        time: Time,
+        first: TaskId,
+        count: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -809,20 +817,34 @@ impl Core {
                 cohort.next = ids.start;
                 cohort.waiting += 1;
             }
+            let mut stretch: Option<(u32, u32)> = None;
             for t in ids {
                 if done(TaskId(t)) {
                     self.slots.resume_member(c, t);
                     self.counts[State::Runnable as usize] -= 1;
                     self.counts[State::Succeeded as usize] += 1;
-                    self.outbox.push(Event::Transition {
-                        time: now,
-                        task: TaskId(t),
-                        to: State::Succeeded,
-                        reason: Reason::Resumed,
-                    });
+                    stretch = match stretch {
+                        Some((first, count)) if first + count == t => Some((first, count + 1)),
+                        other => {
+                            self.resumed(now, other);
+                            Some((t, 1))
+                        }
+                    };
                 }
             }
+            self.resumed(now, stretch);
             self.admit(now, c);
+        }
+    }
+
+    /// Tells a stretch of resumed members, `(first, count)`.
+    fn resumed(&mut self, now: Time, stretch: Option<(u32, u32)>) {
+        if let Some((first, count)) = stretch {
+            self.outbox.push(Event::Resumed {
+                time: now,
+                first: TaskId(first),
+                count,
+            });
         }
     }
 
