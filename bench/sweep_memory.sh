@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a huge sweep costs: `slurp check` of a 10^9-member sweep (time, peak
 # RSS), real runs of sweeps of `true` at two sizes (peak RSS, journal size,
-# then `status` and `report` of each): memory and journal should not grow
+# then `status`, `report` and `resume` of each): memory and journal should not grow
 # with the sweep; the journal's rewrites on and off on the small run, same
 # session; and a 10^8-member run killed after a few seconds: `status`,
 # `report`, `log` of it and how soon its `resume` starts a member.
@@ -25,13 +25,15 @@ echo "task s[i=1..1000000000]: echo {i}" > billion.slurp
 read -r t kb < <(peak "$slurp" check --max-tasks 1000000000 billion.slurp)
 echo "check of a 10^9-member sweep: $t s, peak $((kb / 1024)) MiB"
 run_sweep() { # N: runs a sweep of N `true`, prints it, sets $kb and $t
-  local n=$1 bytes st skb rt rkb
+  local n=$1 bytes st skb rt rkb ut ukb
   echo "task s[i=1..$n]: true" > "s$n.slurp"
   read -r t kb < <(peak "$slurp" -q "s$n.slurp")
   bytes=$(stat -c %s .slurp/runs/*/events.jsonl)
   read -r st skb < <(peak "$slurp" status)
   read -r rt rkb < <(peak "$slurp" report -o r.html)
-  echo "run of $n members: $t s, peak $((kb / 1024)) MiB, journal $bytes B; status $st s $((skb / 1024)) MiB, report $rt s $((rkb / 1024)) MiB"
+  # Resuming the finished run takes every member over and runs none.
+  read -r ut ukb < <(peak "$slurp" resume)
+  echo "run of $n members: $t s, peak $((kb / 1024)) MiB, journal $bytes B; status $st s $((skb / 1024)) MiB, report $rt s $((rkb / 1024)) MiB, resume $ut s $((ukb / 1024)) MiB"
   rm -rf .slurp
 }
 run_sweep "$small"; kb_small=$kb
