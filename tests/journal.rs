@@ -257,6 +257,17 @@ fn a_reused_pid_does_not_make_a_dead_run_look_live() {
         &["--cores", "2", "w.slurp"],
         &["pid"],
     );
+    // `done` may end after `slow` has started: killed only once its end
+    // is on record (on a busy machine it was not always, and it was lost).
+    let journal = common::run_dirs(dir.path()).remove(0).join("events.jsonl");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&journal)
+        .unwrap_or_default()
+        .contains(r#""task":"done","to":"succeeded""#)
+    {
+        assert!(std::time::Instant::now() < deadline, "`done` never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::write(dir.path().join("again"), "").unwrap();
