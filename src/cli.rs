@@ -1175,7 +1175,7 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
                 if submitted.len() == 1 { "" } else { "s" }
             );
             let resume = Resume {
-                credits: resume_credits(&store, &replay),
+                credits: resume_credits(&store, &replay).0,
                 from: Some(replay.run.clone()),
                 args: replay.args.clone(),
                 submitted,
@@ -1208,8 +1208,7 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
     } else if !replay.path.is_empty() && replay.path != "-" {
         file = PathBuf::from(&replay.path);
     }
-    let credits = resume_credits(&store, &replay);
-    let done = credits.total();
+    let (credits, done) = resume_credits(&store, &replay);
     eprintln!(
         "slurp: resuming run {} with {} ({done} task{} already succeeded)",
         replay.run,
@@ -1248,12 +1247,16 @@ fn resume(run: Option<&str>) -> io::Result<ExitCode> {
 
 /// What succeeded anywhere along the chain of resumed runs: a resumed run
 /// killed while it was still recording what it took over must not make
-/// those tasks run again. Per key, and per chunk of a cohort, the most successes any run saw.
+/// those tasks run again. Per key, and per chunk of a cohort, the most
+/// successes any run saw; and how many tasks that is, as the run of the
+/// chain with the most on record counts them (a run holds all it took
+/// over, so adding the runs up would count a task once per run).
 fn resume_credits(
     store: &Path,
     replay: &slurp_runtime::journal::Replay,
-) -> slurp_runtime::journal::Credits {
+) -> (slurp_runtime::journal::Credits, u64) {
     let mut credits = replay.credits();
+    let mut done = credits.total();
     let mut previous = replay.resumes.clone();
     let mut seen = std::collections::HashSet::new();
     while let Some(id) = previous.filter(|id| seen.insert(id.clone())) {
@@ -1261,10 +1264,12 @@ fn resume_credits(
         let Ok(older) = slurp_runtime::journal::replay(&path) else {
             break;
         };
-        credits.merge_older(older.credits());
+        let theirs = older.credits();
+        done = done.max(theirs.total());
+        credits.merge_older(theirs);
         previous = older.resumes;
     }
-    credits
+    (credits, done)
 }
 
 /// The copy a run keeps of the values it read from standard input, for

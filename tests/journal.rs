@@ -965,3 +965,49 @@ fn resume_credits_a_sweeps_members_by_range_and_reruns_what_changed() {
     assert_eq!(run_in(dir.path(), &["resume"]).status.code(), Some(1));
     assert_eq!(ran().len(), 400);
 }
+
+/// Members that a run journaled one by one, with their keys (they waited on
+/// a task then), are credited by key when a resume finds them a cohort;
+/// the resumed run writes them as ranges whose digests the next resume
+/// credits in turn.
+#[test]
+fn members_journaled_by_key_are_credited_and_then_kept_as_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.slurp");
+    let line = "sh -c 'echo {i} >> ran; test {i} != 7 -o -e fixed'";
+    std::fs::write(
+        &w,
+        format!("task a: true\ntask s[i=1..20] after=a: {line}\n"),
+    )
+    .unwrap();
+    assert_eq!(run_in(dir.path(), &["w.slurp"]).status.code(), Some(1));
+    let first = journal_lines(dir.path());
+    assert!(first.iter().all(|l| l["ev"] != "cohort"), "{first:?}");
+    assert_eq!(
+        first
+            .iter()
+            .filter(|l| l["to"] == "succeeded" && l["key"].is_string())
+            .count(),
+        20,
+        "a and 19 members, each with its key"
+    );
+    std::fs::remove_file(dir.path().join("ran")).unwrap();
+    // Without `a`, the members are a cohort.
+    std::fs::write(&w, format!("task s[i=1..20]: {line}\n")).unwrap();
+    std::fs::write(dir.path().join("fixed"), "").unwrap();
+    let resumed = run_in(dir.path(), &["resume"]);
+    assert!(resumed.status.success(), "{resumed:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ran")).unwrap(),
+        "7\n"
+    );
+    std::fs::remove_file(dir.path().join("ran")).unwrap();
+    // Resumed again: the range the resumed run wrote is credited whole.
+    let again = run_in(dir.path(), &["resume"]);
+    assert!(again.status.success(), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("20 tasks already succeeded"),
+        "{again:?}"
+    );
+    assert!(!dir.path().join("ran").exists(), "nothing ran again");
+}
