@@ -228,18 +228,23 @@ impl Done {
         *digest = digest.wrapping_add(mix(key));
     }
 
-    /// Adds what another holds, members it does not share with this one
-    /// (a repeat of what is here already is not added twice).
+    /// Adds what another holds. Members are never lost: the union is
+    /// kept whatever the two share. A chunk's digest is added only where
+    /// the two share no member of it — a repeat adds nothing, and a
+    /// partial overlap (which slurp never writes) leaves a digest that no
+    /// resume matches, so that chunk reruns rather than a member being
+    /// skipped on a wrong digest.
     pub fn merge(&mut self, other: &Done) {
-        if other.members.iter().any(|r| self.members.overlaps(r)) {
-            return;
+        for (&chunk, &d) in &other.digests {
+            let (members, _) = other.chunk(chunk);
+            if members.iter().any(|r| self.members.overlaps(r)) {
+                continue;
+            }
+            let digest = self.digests.entry(chunk).or_default();
+            *digest = digest.wrapping_add(d);
         }
         for r in other.members.iter() {
             self.members.insert(r.clone());
-        }
-        for (&chunk, &d) in &other.digests {
-            let digest = self.digests.entry(chunk).or_default();
-            *digest = digest.wrapping_add(d);
         }
     }
 
@@ -1292,7 +1297,23 @@ mod tests {
         else {
             unreachable!()
         };
-        assert_eq!(Done::of_record(&ranges, &digests), Some(a));
+        assert_eq!(Done::of_record(&ranges, &digests), Some(a.clone()));
+        // A repeat adds nothing; a partial overlap keeps every member and
+        // leaves that chunk's digest unmatched.
+        let mut c = a.clone();
+        c.merge(&a);
+        assert_eq!(c, a);
+        let mut d = Done::default();
+        d.add(4, 28);
+        d.add(5, 35);
+        c.merge(&d);
+        assert_eq!(c.len(), 5);
+        assert_eq!(
+            c.chunk(0).1,
+            a.chunk(0).1,
+            "chunk 0's digest left as it was"
+        );
+        assert_eq!(c.chunk(1), a.chunk(1));
         assert_eq!(Done::of_record(&[(5, 5)], &[]), None, "an empty range");
     }
 
