@@ -101,12 +101,13 @@ pub fn summary(loaded: &Loaded, report: &Report) {
             parts.join(", ")
         ));
     }
-    for failure in report
+    // An interrupted run's cancelled tasks are only counted.
+    let shown: Vec<&slurp_runtime::run::Failure> = report
         .failures
         .iter()
         .filter(|f| f.state != State::Cancelled || !report.interrupted)
-        .take(LISTED)
-    {
+        .collect();
+    for failure in shown.iter().take(LISTED) {
         let workflow = loaded.program.workflow(failure.workflow);
         let template = workflow.template(workflow.task(failure.task).template);
         let source = loaded.sources.get(template.source.file);
@@ -140,10 +141,13 @@ pub fn summary(loaded: &Loaded, report: &Report) {
         } else {
             String::new()
         };
+        let name = match &failure.last {
+            Some(last) => format!("{} … {last} ({} members)", failure.name, failure.count),
+            None => failure.name.clone(),
+        };
         out.push_str(&format!(
-            "  {:<9} {}  {what}{attempts}  ({}:{})\n",
+            "  {:<9} {name}  {what}{attempts}  ({}:{})\n",
             failure.state.name(),
-            failure.name,
             source.display,
             template.source.line
         ));
@@ -160,12 +164,9 @@ pub fn summary(loaded: &Loaded, report: &Report) {
             out.push_str(&format!("            | {line}\n"));
         }
     }
-    let listed = report.failures.len().min(LISTED);
-    if report.failures.len() > listed {
-        out.push_str(&format!(
-            "  … and {} more\n",
-            report.failures.len() - listed
-        ));
+    let hidden: u64 = shown.iter().skip(LISTED).map(|f| u64::from(f.count)).sum();
+    if hidden > 0 {
+        out.push_str(&format!("  … and {hidden} more\n"));
     }
     let _ = io::stderr().write_all(out.as_bytes());
 }
@@ -304,6 +305,7 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             "state": how(&replay),
             "counts": json_counts,
             "tasks": replay.tasks.iter().map(|(id, (state, reason))| serde_json::json!({"id": id, "state": shown_state(&replay, id, *state), "reason": reason, "attempts": replay.attempts.get(id).copied().unwrap_or(0)})).collect::<Vec<_>>(),
+            "stretches": replay.cohorts.values().flat_map(|c| &c.stretches).map(|s| serde_json::json!({"first": s.first, "last": s.last, "count": s.count, "state": s.state, "reason": s.reason})).collect::<Vec<_>>(),
             "torn_last_line": replay.torn,
             "unreadable_lines": replay.bad_lines,
         });
@@ -382,6 +384,25 @@ pub fn status(run: Option<&str>, json: bool) -> io::Result<ExitCode> {
             )
         })
         .collect();
+    // A sweep's members stopped together: one row for the stretch.
+    for cohort in replay.cohorts.values() {
+        for s in cohort
+            .stretches
+            .iter()
+            .filter(|s| s.state != State::Succeeded)
+        {
+            rows.push((
+                s.state,
+                [
+                    format!("{} … {}", s.first, s.last),
+                    s.state.name().to_owned(),
+                    "0".to_owned(),
+                    cohort.src.clone(),
+                    format!("{} ({} members)", describe(&s.reason), s.count),
+                ],
+            ));
+        }
+    }
     // `@2` before `@10`, `sim[9]` before `sim[10]`.
     rows.sort_by_cached_key(|(_, row)| natural(&row[0]));
     if !rows.is_empty() {

@@ -266,11 +266,11 @@ impl Progress {
 
     /// A core event of the instance at `scope`.
     pub fn event(&self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event) {
-        if let Event::Resumed { count, .. } = event {
+        if let Event::Stretch { count, to, .. } = event {
             let Ok(mut counts) = self.counts.lock() else {
                 return;
             };
-            counts.finals[State::Succeeded as usize] += u64::from(*count);
+            counts.finals[*to as usize] += u64::from(*count);
             for (i, _) in scope.match_indices('/') {
                 if let Some(instance) = counts.instances.get_mut(&scope[..=i]) {
                     instance.done += u64::from(*count);

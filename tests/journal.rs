@@ -1011,3 +1011,66 @@ fn members_journaled_by_key_are_credited_and_then_kept_as_ranges() {
     );
     assert!(!dir.path().join("ran").exists(), "nothing ran again");
 }
+
+/// Ctrl-C in the middle of a sweep: the members it never started are one
+/// `stretch` record, one row of `slurp status` and one line of the
+/// summary, not one each; `slurp resume` runs them.
+#[test]
+fn an_interrupted_sweep_tells_its_unstarted_members_as_one_stretch() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.slurp"), "task s[i=1..5000]: true\n").unwrap();
+    let child = std::process::Command::new(binary())
+        .args(["--cores", "2", "w.slurp"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    common::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !summary.contains("more"),
+        "cancelled tasks of an interrupted run are only counted: {summary}"
+    );
+    let lines = journal_lines(dir.path());
+    let stretches: Vec<_> = lines.iter().filter(|l| l["ev"] == "stretch").collect();
+    assert_eq!(stretches.len(), 1, "{stretches:?}");
+    assert_eq!(stretches[0]["to"], "cancelled");
+    assert_eq!(stretches[0]["last"], "s[5000]");
+    let stopped = stretches[0]["count"].as_u64().unwrap();
+    assert!(stopped > 1000, "{stopped}");
+    let cancelled = lines
+        .iter()
+        .filter(|l| l["ev"] == "state" && l["to"] == "cancelled")
+        .count();
+    assert!(
+        cancelled <= 3,
+        "only those running or queued are told one by one: {cancelled}"
+    );
+    let status = String::from_utf8_lossy(&run_in(dir.path(), &["status"]).stdout).into_owned();
+    let row = status
+        .lines()
+        .find(|l| l.contains("… s[5000]"))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(row.contains(&format!("({stopped} members)")), "{row}");
+    assert!(status.lines().count() < 12, "{status}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&run_in(dir.path(), &["status", "--json"]).stdout).unwrap();
+    let total: u64 = json["counts"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "lost")
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 5000, "{json}");
+    assert_eq!(json["stretches"][0]["count"], stopped);
+    let resumed = run_in(dir.path(), &["resume"]);
+    assert!(resumed.status.success(), "{resumed:?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&run_in(dir.path(), &["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["counts"]["succeeded"], 5000, "{json}");
+}

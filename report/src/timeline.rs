@@ -110,6 +110,9 @@ pub struct Summarised {
     pub succeeded: u64,
     /// Members never started (a run killed or interrupted mid-sweep).
     pub unstarted: u64,
+    /// Members that never started and moved together to a state (a halt
+    /// cancels them): counted in it, not drawn.
+    pub stretched: Vec<(State, u64)>,
 }
 
 /// How the time axis is labelled.
@@ -133,6 +136,9 @@ impl Timeline {
             }
         }
         counts[State::Succeeded as usize] += self.summarised().0 as usize;
+        for &(state, n) in self.summarised.iter().flat_map(|s| &s.stretched) {
+            counts[state as usize] += n as usize;
+        }
         counts
     }
 
@@ -140,7 +146,13 @@ impl Timeline {
     /// sweep members never started.
     pub fn total(&self) -> u64 {
         let unstarted: u64 = self.summarised.iter().map(|s| s.unstarted).sum();
-        self.tasks.len() as u64 + self.summarised().0 + unstarted
+        let stretched: u64 = self
+            .summarised
+            .iter()
+            .flat_map(|s| &s.stretched)
+            .map(|&(_, n)| n)
+            .sum();
+        self.tasks.len() as u64 + self.summarised().0 + unstarted + stretched
     }
 
     /// The members that succeeded, counted but not drawn, and a line that
@@ -194,6 +206,7 @@ impl Timeline {
         let mut members: HashMap<u32, BTreeMap<u32, String>> = HashMap::new();
         let mut summarised: BTreeMap<u32, u64> = BTreeMap::new();
         let mut drawn_done: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut stretched: BTreeMap<u32, Vec<(State, u64)>> = BTreeMap::new();
         let damage = slurp_runtime::journal::read(path, |_, record| match record {
             Record::Header {
                 run,
@@ -275,6 +288,12 @@ impl Timeline {
                 *summarised.entry(cohort).or_default() += all.saturating_sub(drawn);
                 *drawn_done.entry(cohort).or_default() += drawn;
             }
+            Record::Stretch {
+                cohort, count, to, ..
+            } => stretched
+                .entry(cohort)
+                .or_default()
+                .push((to, u64::from(count))),
             Record::Group { .. } | Record::Submit { .. } => {}
             Record::End { t, interrupted } => {
                 builder.horizon = builder.horizon.max(t);
@@ -291,12 +310,15 @@ impl Timeline {
                 let drawn = members.get(&c).map_or(0, |m| m.len() as u64)
                     + drawn_done.get(&c).copied().unwrap_or(0);
                 let succeeded = summarised.get(&c).copied().unwrap_or(0);
-                let unstarted = count.saturating_sub(drawn + succeeded);
-                (succeeded + unstarted > 0).then_some(Summarised {
+                let stretched = stretched.remove(&c).unwrap_or_default();
+                let moved: u64 = stretched.iter().map(|&(_, n)| n).sum();
+                let unstarted = count.saturating_sub(drawn + succeeded + moved);
+                (succeeded + unstarted + moved > 0).then_some(Summarised {
                     first,
                     src,
                     succeeded,
                     unstarted,
+                    stretched,
                 })
             })
             .collect();

@@ -154,6 +154,20 @@ pub enum Record {
         ranges: Vec<(u32, u32)>,
         digests: Vec<(u32, String)>,
     },
+    /// `count` members of cohort `cohort` from member `from` on, none of
+    /// them ever started, moved to `to` together (a halt cancels what a
+    /// sweep had not started: one record, not one per member). `first` and
+    /// `last` are their ids.
+    Stretch {
+        t: u64,
+        cohort: u32,
+        from: u32,
+        count: u32,
+        first: String,
+        last: String,
+        to: State,
+        reason: serde_json::Value,
+    },
     /// An attempt's processes lead (and fill) process group `pgid` on the
     /// boot `boot`: what `slurp cancel` stops when the run's slurp died
     /// and left them.
@@ -697,7 +711,32 @@ impl Journal {
             } => return None,
             // The driver writes what a resume took over as `done` records
             // itself: it has the digests already.
-            Event::Resumed { .. } => return None,
+            Event::Stretch {
+                to: State::Succeeded,
+                ..
+            } => return None,
+            Event::Stretch {
+                time,
+                first,
+                count,
+                to,
+                reason,
+            } => {
+                let (c, m) = cohort?;
+                Record::Stretch {
+                    t: time.0,
+                    cohort: c,
+                    from: m,
+                    count: *count,
+                    first: format!("{scope}{}", wf.task_name(*first)),
+                    last: format!(
+                        "{scope}{}",
+                        wf.task_name(crate::ir::TaskId(first.0 + count - 1))
+                    ),
+                    to: *to,
+                    reason: serde_json::to_value(reason).unwrap_or(serde_json::Value::Null),
+                }
+            }
 
             Event::Transition {
                 time,
@@ -810,12 +849,27 @@ pub struct Cohort {
     pub named: BTreeMap<u32, String>,
     #[serde(skip)]
     pub done: Done,
+    /// Stretches of members that moved together to a state other than
+    /// succeeded, never started (a halt).
+    #[serde(skip)]
+    pub stretches: Vec<Stretch>,
+}
+
+/// Members of a cohort that moved together, never started.
+#[derive(Debug, Clone)]
+pub struct Stretch {
+    pub first: String,
+    pub last: String,
+    pub count: u32,
+    pub state: State,
+    pub reason: serde_json::Value,
 }
 
 impl Cohort {
     /// Members no record names: runnable, never started.
     pub fn unstarted(&self) -> u64 {
-        u64::from(self.count).saturating_sub(self.named.len() as u64 + self.done.len())
+        let stretched: u64 = self.stretches.iter().map(|s| u64::from(s.count)).sum();
+        u64::from(self.count).saturating_sub(self.named.len() as u64 + self.done.len() + stretched)
     }
 }
 
@@ -829,6 +883,9 @@ impl Replay {
         for cohort in self.cohorts.values() {
             counts[State::Runnable as usize] += cohort.unstarted() as usize;
             counts[State::Succeeded as usize] += cohort.done.len() as usize;
+            for s in &cohort.stretches {
+                counts[s.state as usize] += s.count as usize;
+            }
         }
         counts
     }
@@ -1076,6 +1133,25 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             let running = (State::Running, serde_json::json!("ready"));
             replay.seen(&task, cohort);
             replay.tasks.insert(task, running);
+        }
+        Record::Stretch {
+            cohort,
+            first,
+            last,
+            count,
+            to,
+            reason,
+            ..
+        } => {
+            if let Some(c) = replay.cohorts.get_mut(&cohort) {
+                c.stretches.push(Stretch {
+                    first,
+                    last,
+                    count,
+                    state: to,
+                    reason,
+                });
+            }
         }
         Record::Group { .. } => {}
         Record::Submit {

@@ -183,10 +183,14 @@ pub trait Observer {
 pub struct Failure {
     pub workflow: WorkflowId,
     pub task: TaskId,
+    /// How many tasks from `task` on it stands for: 1, or a stretch of a
+    /// sweep's members that never started (all alike), ending at `last`.
+    pub count: u32,
     /// The path of its instance: `` or `sub/`.
     pub scope: String,
     /// With its path: `sub/sim[3]`.
     pub name: String,
+    pub last: Option<String>,
     pub state: State,
     pub reason: Reason,
     pub attempts: u32,
@@ -199,7 +203,8 @@ pub struct Failure {
 pub struct Report {
     /// Tasks of the top level per state (a nested entry counts as one).
     pub counts: [usize; 9],
-    /// Every task that did not succeed, at every level, parents first.
+    /// Every task that did not succeed, at every level, parents first (a
+    /// sweep's never-started members as one entry per stretch).
     pub failures: Vec<Failure>,
     pub interrupted: bool,
     /// Stopped early because `--halt …,success=…` was met: what did not
@@ -533,22 +538,25 @@ pub async fn run<'p>(
     for connection in connections {
         let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
     }
+    // What did not succeed, a sweep's never-started members as stretches:
+    // no walk over every task of a huge sweep, no entry per member.
     let mut failures = Vec::new();
     let program = &*driver.program;
     for instance in &driver.instances {
         let workflow = program.workflow(instance.workflow);
-        for task in workflow.task_ids() {
-            let state = instance.core.state(task);
-            if state == State::Succeeded {
-                continue;
-            }
+        for (task, count) in instance.core.unsucceeded() {
             let (tail, error) = instance.tails.get(&task).cloned().unwrap_or_default();
             failures.push(Failure {
                 workflow: instance.workflow,
                 task,
+                count,
                 scope: instance.path.clone(),
                 name: format!("{}{}", instance.path, workflow.task_name(task)),
-                state,
+                last: (count > 1).then(|| {
+                    let last = TaskId(task.0 + count - 1);
+                    format!("{}{}", instance.path, workflow.task_name(last))
+                }),
+                state: instance.core.state(task),
                 reason: instance.core.reason(task),
                 attempts: instance.core.attempts(task),
                 stderr_tail: tail,
@@ -649,7 +657,7 @@ impl Driver<'_> {
                 .iter()
                 .map(|event| match event {
                     Event::Start { alloc, .. } => self.place(i, alloc),
-                    Event::Transition { .. } | Event::Resumed { .. } => Vec::new(),
+                    Event::Transition { .. } | Event::Stretch { .. } => Vec::new(),
                 })
                 .collect();
             // Journaled before they are acted on (a start is on record
@@ -662,7 +670,7 @@ impl Driver<'_> {
                     .filter_map(|(event, placed)| {
                         let task = match event {
                             Event::Transition { task, .. } | Event::Start { task, .. } => *task,
-                            Event::Resumed { .. } => return None,
+                            Event::Stretch { first, .. } => *first,
                         };
                         let cohort = inst
                             .core
@@ -696,7 +704,7 @@ impl Driver<'_> {
                 {
                     self.ended_for_waiters(i, *task);
                 }
-                if let Event::Resumed { first, count, .. } = event
+                if let Event::Stretch { first, count, .. } = event
                     && !self.waiting_on.is_empty()
                 {
                     for t in first.0..first.0 + count {
@@ -1739,11 +1747,19 @@ impl Driver<'_> {
                 "task": self.name(i, *task),
                 "attempt": attempt,
             }),
-            Event::Resumed { time, first, count } => json!({
-                "event": "resumed",
+            Event::Stretch {
+                time,
+                first,
+                count,
+                to,
+                reason,
+            } => json!({
+                "event": "states",
                 "t": time.0,
                 "first": self.name(i, *first),
                 "count": count,
+                "state": to,
+                "exit": exit_code(*to, reason),
             }),
         };
         let mut line = line.to_string();

@@ -107,7 +107,7 @@ fn play(mut core: Core, capacity: Capacity, specs: &[Spec]) -> Trace {
                 } if to.is_final() => {
                     trace.finals.insert(task.0, (to, reason));
                 }
-                Event::Transition { .. } | Event::Resumed { .. } => {}
+                Event::Transition { .. } | Event::Stretch { .. } => {}
             }
         }
         // No id held twice, no memory over a node.
@@ -838,7 +838,9 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
         .drain()
         .filter_map(|e| match e {
             Event::Transition { task, to, .. } => Some((task.0, to, 1)),
-            Event::Resumed { first, count, .. } => Some((first.0, State::Succeeded, count)),
+            Event::Stretch {
+                first, count, to, ..
+            } => Some((first.0, to, count)),
             Event::Start { .. } => None,
         })
         .collect();
@@ -862,7 +864,13 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
     let stretches: Vec<(u32, u32)> = other
         .drain()
         .filter_map(|e| match e {
-            Event::Resumed { first, count, .. } => Some((first.0, count)),
+            Event::Stretch {
+                first,
+                count,
+                to: State::Succeeded,
+                reason: Reason::Resumed,
+                ..
+            } => Some((first.0, count)),
             _ => None,
         })
         .collect();
@@ -901,7 +909,8 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
     assert_eq!(counts[State::Runnable as usize], 3);
     core.drain().for_each(drop);
     core.halt(now);
-    let halted: Vec<u32> = core
+    // The queued member is told alone, those never admitted as a stretch.
+    let halted: Vec<(u32, u32)> = core
         .drain()
         .filter_map(|e| match e {
             Event::Transition {
@@ -909,11 +918,22 @@ fn a_cohort_cancels_resumes_and_halts_member_by_member() {
                 to: State::Cancelled,
                 reason: Reason::Halted,
                 ..
-            } => Some(task.0),
+            } => Some((task.0, 1)),
+            Event::Stretch {
+                first,
+                count,
+                to: State::Cancelled,
+                reason: Reason::Halted,
+                ..
+            } => Some((first.0, count)),
             _ => None,
         })
         .collect();
-    assert_eq!(halted, [6, 7, 8]);
+    assert_eq!(halted, [(6, 1), (7, 2)]);
+    assert_eq!(
+        core.unsucceeded(),
+        [(TaskId(5), 1), (TaskId(6), 1), (TaskId(7), 2)]
+    );
     assert!(core.is_done());
     assert_eq!(core.state(TaskId(8)), State::Cancelled);
     assert_eq!(core.counts()[State::Cancelled as usize], 4);

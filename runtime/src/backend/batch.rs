@@ -481,8 +481,10 @@ pub fn run(
             failures.push(Failure {
                 workflow: WorkflowId(0),
                 task: TaskId(t),
+                count: 1,
                 scope: String::new(),
                 name: wf.task_name(TaskId(t)),
+                last: None,
                 state: task.state,
                 reason: task.reason.clone(),
                 attempts: u32::from(task.started) + task.retried,

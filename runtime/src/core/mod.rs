@@ -190,13 +190,17 @@ pub enum Event {
         attempt: u32,
         alloc: Alloc,
     },
-    /// `count` members of a cohort from `first` on succeeded in the run
-    /// resumed ([`Core::resume`]): one event for a stretch of them, so a
-    /// sweep of 10⁸ taken over is not 10⁸ events.
-    Resumed {
+    /// `count` members of a cohort from `first` on, none of them ever
+    /// admitted, moved to `to` together: succeeded in the run resumed
+    /// ([`Core::resume`]), or cancelled by a halt ([`Core::halt`]). One
+    /// event for a stretch, so a sweep of 10⁸ taken over or stopped is not
+    /// 10⁸ events.
+    Stretch {
         time: Time,
         first: TaskId,
         count: u32,
+        to: State,
+        reason: Reason,
     },
 }
 
@@ -538,7 +542,6 @@ impl Core {
         let cores = self.slots.cores(task);
         let slot = self.slots.get_mut(task);
         slot.key = self.policy.key(&slot.job, slot.ready);
-        let slot = self.slots.get(task);
         self.queue.insert((slot.key, task));
         let limit = slot.job.time_limit.unwrap_or(u64::MAX);
         self.classes.insert(cores, limit, slot.key, task);
@@ -555,10 +558,9 @@ impl Core {
 
     /// Takes a queued task out of both indexes.
     fn dequeue(&mut self, now: Time, task: u32) -> bool {
-        if !self.slots.has(task) {
+        let Some(slot) = self.slots.try_get(task) else {
             return false;
-        }
-        let slot = self.slots.get(task);
+        };
         if !self.queue.remove(&(slot.key, task)) {
             return false;
         }
@@ -817,35 +819,69 @@ impl Core {
                 cohort.next = ids.start;
                 cohort.waiting += 1;
             }
-            let mut stretch: Option<(u32, u32)> = None;
+            let mut stretches: Vec<std::ops::Range<u32>> = Vec::new();
             for t in ids {
                 if done(TaskId(t)) {
                     self.slots.resume_member(c, t);
                     self.counts[State::Runnable as usize] -= 1;
                     self.counts[State::Succeeded as usize] += 1;
-                    stretch = match stretch {
-                        Some((first, count)) if first + count == t => Some((first, count + 1)),
-                        other => {
-                            self.resumed(now, other);
-                            Some((t, 1))
-                        }
-                    };
+                    match stretches.last_mut() {
+                        Some(r) if r.end == t => r.end = t + 1,
+                        _ => stretches.push(t..t + 1),
+                    }
                 }
             }
-            self.resumed(now, stretch);
+            self.stretches(now, stretches, State::Succeeded, Reason::Resumed);
             self.admit(now, c);
         }
     }
 
-    /// Tells a stretch of resumed members, `(first, count)`.
-    fn resumed(&mut self, now: Time, stretch: Option<(u32, u32)>) {
-        if let Some((first, count)) = stretch {
-            self.outbox.push(Event::Resumed {
+    /// Tells stretches of members that moved to `to` together.
+    fn stretches(
+        &mut self,
+        now: Time,
+        stretches: Vec<std::ops::Range<u32>>,
+        to: State,
+        reason: Reason,
+    ) {
+        self.outbox
+            .extend(stretches.into_iter().map(|r| Event::Stretch {
                 time: now,
-                first: TaskId(first),
-                count,
-            });
+                first: TaskId(r.start),
+                count: r.len() as u32,
+                to,
+                reason: reason.clone(),
+            }));
+    }
+
+    /// The tasks that did not succeed, each as `(first, count)`: a task
+    /// alone, or a stretch of a cohort's members never admitted (all in
+    /// one state, told by [`Core::state`] of the first) — what a run's end
+    /// reports, without a walk over every member.
+    pub fn unsucceeded(&self) -> Vec<(TaskId, u32)> {
+        let mut out: Vec<(TaskId, u32)> = self
+            .slots
+            .own_ids()
+            .filter(|&t| self.slots.get(t).state != State::Succeeded)
+            .map(|t| (TaskId(t), 1))
+            .collect();
+        for (c, cohort) in self.slots.cohorts.iter().enumerate() {
+            out.extend(
+                cohort
+                    .live
+                    .iter()
+                    .filter(|(_, s)| s.state != State::Succeeded)
+                    .map(|(&t, _)| (TaskId(t), 1)),
+            );
+            out.extend(
+                self.slots
+                    .unadmitted(c)
+                    .into_iter()
+                    .map(|r| (TaskId(r.start), r.len() as u32)),
+            );
         }
+        out.sort_unstable();
+        out
     }
 
     /// An attempt of a running task ended.
@@ -983,23 +1019,16 @@ impl Core {
         for t in stopped {
             self.set_state(now, t, State::Cancelled, Reason::Halted);
         }
-        // The members no cohort admitted end with it, each told.
+        // The members no cohort admitted end with it, told as stretches.
         for c in 0..self.slots.cohorts.len() {
+            let rest = self.slots.unadmitted(c);
+            let n: usize = rest.iter().map(|r| r.len()).sum();
             let cohort = &mut self.slots.cohorts[c];
-            let rest: Vec<u32> = (cohort.next..cohort.ids.end)
-                .filter(|t| !cohort.live.contains_key(t) && !cohort.is_resumed(*t))
-                .collect();
             cohort.rest = (State::Cancelled, Reason::Halted);
             cohort.waiting = 0;
-            self.counts[State::Runnable as usize] -= rest.len();
-            self.counts[State::Cancelled as usize] += rest.len();
-            self.outbox
-                .extend(rest.into_iter().map(|t| Event::Transition {
-                    time: now,
-                    task: TaskId(t),
-                    to: State::Cancelled,
-                    reason: Reason::Halted,
-                }));
+            self.counts[State::Runnable as usize] -= n;
+            self.counts[State::Cancelled as usize] += n;
+            self.stretches(now, rest, State::Cancelled, Reason::Halted);
         }
     }
 

@@ -159,21 +159,21 @@ impl Slots {
     /// Whether `t` has a slot: an individual task, or an admitted member
     /// that kept it.
     pub(super) fn has(&self, t: u32) -> bool {
+        self.try_get(t).is_some()
+    }
+
+    /// The slot of `t`, if it has one.
+    pub(super) fn try_get(&self, t: u32) -> Option<&Slot> {
         match self.place(t) {
-            Place::Own(i) => i < self.own.len(),
-            Place::Member(c) => self.cohorts[c].live.contains_key(&t),
+            Place::Own(i) => self.own.get(i),
+            Place::Member(c) => self.cohorts[c].live.get(&t),
         }
     }
 
     /// The slot of `t`, which must have one.
     pub(super) fn get(&self, t: u32) -> &Slot {
-        match self.place(t) {
-            Place::Own(i) => &self.own[i],
-            Place::Member(c) => self.cohorts[c]
-                .live
-                .get(&t)
-                .unwrap_or_else(|| unreachable!("member {t} has no slot")),
-        }
+        self.try_get(t)
+            .unwrap_or_else(|| unreachable!("task {t} has no slot"))
     }
 
     pub(super) fn get_mut(&mut self, t: u32) -> &mut Slot {
@@ -290,6 +290,33 @@ impl Slots {
             Some(r) if r.end == t => r.end = t + 1,
             _ => cohort.resumed.push(t..t + 1),
         }
+    }
+
+    /// Cohort `c`'s members never admitted nor resumed, as stretches:
+    /// they are all in the cohort's rest state.
+    /// (The gaps between what has slots or was resumed: no walk over the
+    /// members.)
+    pub(super) fn unadmitted(&self, c: usize) -> Vec<Range<u32>> {
+        let cohort = &self.cohorts[c];
+        let mut taken: Vec<Range<u32>> = cohort
+            .live
+            .range(cohort.next..)
+            .map(|(&t, _)| t..t + 1)
+            .chain(cohort.resumed.iter().cloned())
+            .collect();
+        taken.sort_unstable_by_key(|r| r.start);
+        let mut out = Vec::new();
+        let mut from = cohort.next;
+        for r in taken
+            .into_iter()
+            .chain(std::iter::once(cohort.ids.end..cohort.ids.end))
+        {
+            if r.start > from {
+                out.push(from..r.start);
+            }
+            from = from.max(r.end);
+        }
+        out
     }
 
     /// The individual tasks' ids: the stretches between cohorts.
