@@ -1057,7 +1057,10 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
         held: held(path),
         ..Replay::default()
     };
-    let damage = read(path, |_, record| match record {
+    // Records that parse but do not hold together (a `done` range
+    // backwards, a digest not hex): told as unreadable lines, not skipped.
+    let mut malformed = Vec::new();
+    let mut damage = read(path, |n, record| match record {
         Record::Header {
             run,
             pid,
@@ -1120,12 +1123,10 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
             ranges,
             digests,
             ..
-        } => {
-            // One that does not hold together counts as a line not read.
-            if let Some(done) = Done::of_record(&ranges, &digests) {
-                replay.done(cohort, &done);
-            }
-        }
+        } => match Done::of_record(&ranges, &digests) {
+            Some(done) => replay.done(cohort, &done),
+            None => malformed.push(n),
+        },
         Record::Start { task, cohort, .. } => {
             *replay.attempts.entry(task.clone()).or_default() += 1;
             // A start is the attempt's `running` (written only so since
@@ -1170,6 +1171,8 @@ pub fn replay(path: &Path) -> io::Result<Replay> {
         )),
         Record::End { interrupted, .. } => replay.ended = Some(interrupted),
     })?;
+    damage.bad_lines.extend(malformed);
+    damage.bad_lines.sort_unstable();
     replay.torn = damage.torn;
     replay.bad_lines = damage.bad_lines.clone();
     replay.damage = damage;
@@ -1231,6 +1234,25 @@ mod tests {
         assert_eq!(replay.tasks["a"].0, State::Succeeded);
         assert!(!replay.tasks.contains_key("b"));
         assert_eq!(replay.ended, None);
+    }
+
+    #[test]
+    fn a_done_record_that_does_not_hold_together_is_an_unreadable_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let text = [
+            r#"{"ev":"header","run":"r","pid":1,"workflow":"w.slurp","started":5,"format":1}"#,
+            r#"{"ev":"cohort","t":0,"id":0,"first":"s[1]","count":10,"src":"w.slurp:1"}"#,
+            r#"{"ev":"done","t":1,"cohort":0,"ranges":[[0,3]],"digests":[[0,"00000000000000ff"]]}"#,
+            r#"{"ev":"done","t":2,"cohort":0,"ranges":[[6,4]],"digests":[[0,"zz"]]}"#,
+        ]
+        .join("\n");
+        std::fs::write(&path, text + "\n").unwrap();
+        let replay = replay(&path).unwrap();
+        assert_eq!(replay.bad_lines, [4]);
+        assert!(replay.damage.skipped().is_some());
+        assert_eq!(replay.counts()[State::Succeeded as usize], 3);
+        assert_eq!(replay.counts()[State::Runnable as usize], 7);
     }
 
     #[test]
