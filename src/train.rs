@@ -61,14 +61,15 @@ pub struct TrainArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     seconds: u64,
     /// evolve: widths of the hidden layers, e.g. `8` or `8,4` (`0`: a
-    /// linear score)
-    #[arg(long, value_name = "W,..", default_value = "8", value_delimiter = ',')]
-    hidden: Vec<usize>,
+    /// linear score; default 8); with --init, wider layers than the model's
+    /// widen it (the new units start at zero)
+    #[arg(long, value_name = "W,..", value_delimiter = ',')]
+    hidden: Option<Vec<usize>>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
-    /// evolve: start from this model's network (its layers replace
-    /// --hidden): to go on training one, or adapt it to a site
+    /// evolve: start from this model's network (its layers, which --hidden
+    /// may only widen): to go on training one, or adapt it to a site
     #[arg(long, value_name = "MODEL.onnx")]
     init: Option<PathBuf>,
     /// evolve: the search's initial step size (default: 0.5, or 0.1 from
@@ -81,6 +82,16 @@ pub struct TrainArgs {
     /// evolve: training windows (1,024 jobs) a trace
     #[arg(long, value_name = "K", default_value_t = 16)]
     windows: usize,
+    /// evolve: score each generation on K of each trace's --windows, drawn
+    /// anew every generation (default: all of them, every generation); the
+    /// model kept is the generation mean that scores best on all of them
+    #[arg(long, value_name = "K")]
+    redraw: Option<usize>,
+    /// evolve: count a win over the fairest heuristic up to this log ratio
+    /// (the loss saturates: `-G(1 - e^(w/G))`), so the search does not trade
+    /// a cell it trails for a deeper win elsewhere (default: uncapped)
+    #[arg(long, value_name = "G")]
+    gain: Option<f64>,
     /// evolve: keep training windows where FCFS reaches this average
     /// bounded slowdown (all windows when a trace has too few)
     #[arg(long, value_name = "X", default_value_t = 2.0)]
@@ -197,12 +208,24 @@ fn evolve(
     split: &str,
 ) -> io::Result<Option<ExitCode>> {
     use slurp_fair::evolve::{self, Arena, Options, Shape};
-    let hidden: Vec<usize> = args.hidden.iter().copied().filter(|&w| w > 0).collect();
+    let asked: Option<Vec<usize>> = args
+        .hidden
+        .as_ref()
+        .map(|h| h.iter().copied().filter(|&w| w > 0).collect());
+    let hidden = asked.clone().unwrap_or_else(|| vec![8]);
     if hidden.iter().any(|&w| w > 256) {
         return usage("--hidden: layers of at most 256").map(Some);
     }
     if args.windows == 0 {
         return usage("--windows: at least 1").map(Some);
+    }
+    if args.redraw == Some(0) {
+        return usage("--redraw: at least 1 window a trace").map(Some);
+    }
+    if let Some(g) = args.gain
+        && !(g.is_finite() && g > 0.0)
+    {
+        return usage("--gain: a positive log ratio, e.g. 0.3").map(Some);
     }
     let mut stages = Vec::new();
     for (workload, name) in workloads.into_iter().zip(&args.traces) {
@@ -242,7 +265,24 @@ fn evolve(
                     })
                 });
             match layers.as_deref().map(Shape::of) {
-                Ok(Some((shape, params))) => (shape, Some(params)),
+                Ok(Some((shape, params))) => match asked {
+                    Some(hidden) if hidden != shape.hidden => {
+                        let wide = Shape { hidden };
+                        match evolve::widen(&shape, &params, &wide) {
+                            Some(params) => (wide, Some(params)),
+                            None => {
+                                return usage(format!(
+                                    "--hidden {:?}: {} has hidden layers {:?}; a search from it can only widen them",
+                                    wide.hidden,
+                                    path.display(),
+                                    shape.hidden
+                                ))
+                                .map(Some);
+                            }
+                        }
+                    }
+                    _ => (shape, Some(params)),
+                },
                 Ok(None) => {
                     return usage(format!("{}: its layers do not chain", path.display())).map(Some);
                 }
@@ -273,6 +313,8 @@ fn evolve(
         seed: args.seed,
         generations: args.generations,
         time: std::time::Duration::from_secs(args.seconds),
+        gain: args.gain,
+        redraw: args.redraw,
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -308,14 +350,23 @@ fn evolve(
         .collect();
     draw_curve(
         work,
-        "minus the loss of each generation's best network",
+        if args.redraw.is_some() {
+            "minus the loss of each generation's best network on its draw"
+        } else {
+            "minus the loss of each generation's best network"
+        },
         &points,
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
         shape.hidden,
         args.seed,
+        args.redraw.map_or(String::new(), |k| format!(
+            ", {k} windows a trace redrawn each generation"
+        )),
+        args.gain
+            .map_or(String::new(), |g| format!(", gains capped at {g}")),
         arena.windows(),
         args.traces
             .iter()

@@ -21,12 +21,24 @@
 //! `W*`, `A*` the best rival's in the cell: every cell's worst user counts
 //! by its ratio to the fairest heuristic (so a quiet site weighs as much as
 //! a busy one), trailing that heuristic costs three times what beating it
-//! gains, and an average beyond the judge's 1.1× is paid for steeply. The
-//! windows are fixed for the whole search (common random numbers: every
-//! proposal meets the same queues), so a held-out judgement afterwards is
-//! what tells whether the network learned a rule or the windows.
+//! gains, and an average beyond the judge's 1.1× is paid for steeply.
+//! With a cap on gains (`Options::gain`, G), a win's log ratio `w < 0`
+//! counts as `−G·(1 − e^{w/G})`: no more than G however large, so that the
+//! search does not buy a deeper win where it already wins with a loss
+//! where it trails — the judge counts cells, not margins.
+//!
+//! By default the windows are fixed for the whole search (common random
+//! numbers: every proposal meets the same queues), so a held-out judgement
+//! afterwards is what tells whether the network learned a rule or the
+//! windows. With `Options::redraw` (K), each generation is scored on K of
+//! each workload's windows, drawn anew every generation (the same K for
+//! every proposal of a generation, so that they are still ranked on the
+//! same queues); a network that wins only on some windows then does not
+//! stay the best. What the search returns is then the distribution's mean
+//! of the generation that scored lowest on *all* the windows: a proposal's
+//! score on one draw flatters it, the mean's on the whole pool does not.
 
-use std::cell::RefCell;
+use std::cell::{Cell as Counter, RefCell};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,7 +47,7 @@ use cmaes::{CMAESOptions, DVector};
 use slurp_sim::{Metrics, Window, Workload};
 
 use crate::export::{self, Dense};
-use crate::judge::{self, Cell, KINDS, Score};
+use crate::judge::{self, Cell, KINDS};
 use crate::observe::FEATURES;
 use crate::{Model, Sight};
 
@@ -109,14 +121,14 @@ impl Shape {
     }
 }
 
-/// One training workload: its windows and the rivals' scores there.
+/// One training workload: its windows and the rivals' figures there.
 #[derive(Debug)]
 struct Stage {
     name: String,
     workload: Workload,
     windows: Vec<Window>,
-    /// Per cell of [`KINDS`].
-    rivals: Vec<Vec<Score>>,
+    /// Per cell of [`KINDS`]: each rival's figures per window.
+    rivals: Vec<Vec<(String, Vec<Metrics>)>>,
 }
 
 /// The training windows of every workload, with the rivals scored.
@@ -135,7 +147,9 @@ impl Arena {
             .map(|(name, workload, windows)| {
                 let rivals = KINDS
                     .iter()
-                    .map(|&(model, backfill)| judge::rivals(&workload, &windows, model, backfill))
+                    .map(|&(model, backfill)| {
+                        judge::rival_runs(&workload, &windows, model, backfill)
+                    })
                     .collect();
                 Stage {
                     name,
@@ -153,12 +167,56 @@ impl Arena {
         self.stages.iter().map(|s| s.windows.len()).sum()
     }
 
-    /// `net`'s cells (every workload × [`KINDS`]), its replays in parallel.
+    /// Every window of every workload.
+    fn all(&self) -> Vec<Vec<usize>> {
+        self.stages
+            .iter()
+            .map(|s| (0..s.windows.len()).collect())
+            .collect()
+    }
+
+    /// `per` of each workload's windows (all of a workload that has no
+    /// more), drawn for `round` of a search seeded `seed`: the same
+    /// arguments give the same windows.
+    pub fn draw(&self, per: usize, seed: u64, round: u64) -> Vec<Vec<usize>> {
+        self.stages
+            .iter()
+            .enumerate()
+            .map(|(s, stage)| {
+                let mut order: Vec<usize> = (0..stage.windows.len()).collect();
+                let mut state = seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (s as u64) << 48;
+                let take = per.min(order.len());
+                // A partial Fisher–Yates shuffle: the first `take` are a
+                // uniform draw without repeats.
+                for i in 0..take {
+                    let j = i + (splitmix(&mut state) % (order.len() - i) as u64) as usize;
+                    order.swap(i, j);
+                }
+                order.truncate(take);
+                order.sort_unstable();
+                order
+            })
+            .collect()
+    }
+
+    /// `net`'s cells (every workload × [`KINDS`]) on all the windows, its
+    /// replays in parallel.
     pub fn cells(&self, net: &Arc<Model>, label: &str) -> Result<Vec<Cell>, String> {
+        self.cells_on(net, label, &self.all())
+    }
+
+    /// `net`'s cells on the windows `picks` names (per workload, indices
+    /// into its windows), the rivals scored on the same.
+    pub fn cells_on(
+        &self,
+        net: &Arc<Model>,
+        label: &str,
+        picks: &[Vec<usize>],
+    ) -> Result<Vec<Cell>, String> {
         let mut plays = Vec::new();
-        for (s, stage) in self.stages.iter().enumerate() {
+        for (s, picked) in picks.iter().enumerate() {
             for k in 0..KINDS.len() {
-                plays.extend((0..stage.windows.len()).map(|w| (s, k, w)));
+                plays.extend(picked.iter().map(|&w| (s, k, w)));
             }
         }
         let runs = crate::rollout::in_parallel(plays.len(), |i| {
@@ -169,17 +227,22 @@ impl Arena {
         });
         let mut runs = runs.into_iter();
         let mut cells = Vec::new();
-        for stage in &self.stages {
+        for (stage, picked) in self.stages.iter().zip(picks) {
             for (k, &(model, backfill)) in KINDS.iter().enumerate() {
-                let metrics: Vec<Metrics> = runs
-                    .by_ref()
-                    .take(stage.windows.len())
-                    .collect::<Result<_, _>>()?;
+                let metrics: Vec<Metrics> =
+                    runs.by_ref().take(picked.len()).collect::<Result<_, _>>()?;
+                let rivals = stage.rivals[k]
+                    .iter()
+                    .map(|(policy, all)| {
+                        let some: Vec<Metrics> = picked.iter().map(|&w| all[w].clone()).collect();
+                        judge::score(policy.clone(), &some)
+                    })
+                    .collect();
                 cells.push(Cell {
                     workload: stage.name.clone(),
                     model,
                     backfill,
-                    rivals: stage.rivals[k].clone(),
+                    rivals,
                     learned: judge::learned(label, backfill, &metrics),
                 });
             }
@@ -188,11 +251,25 @@ impl Arena {
     }
 }
 
+/// The next number of a splitmix64 sequence.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// The search's loss over `cells` (lower is better; the module header
-/// gives the formula).
+/// gives the formula), without a cap on gains.
 pub fn loss(cells: &[Cell]) -> f64 {
+    loss_capped(cells, None)
+}
+
+/// The search's loss with gains capped at `gain` (the module header).
+pub fn loss_capped(cells: &[Cell], gain: Option<f64>) -> f64 {
     let one = |c: &Cell| {
-        let best = |f: fn(&Score) -> f64| {
+        let best = |f: fn(&judge::Score) -> f64| {
             c.rivals
                 .iter()
                 .map(f)
@@ -204,9 +281,45 @@ pub fn loss(cells: &[Cell]) -> f64 {
         let average = (c.learned.avg_bounded_slowdown
             / (AVERAGE_BOUND * best(|s| s.avg_bounded_slowdown)))
         .ln();
-        worst + TRAILING * worst.max(0.0) + DEAR * average.max(0.0)
+        let gained = match gain {
+            Some(g) if worst < 0.0 => -g * (1.0 - (worst / g).exp()),
+            _ => worst,
+        };
+        gained + TRAILING * worst.max(0.0) + DEAR * average.max(0.0)
     };
     cells.iter().map(one).sum::<f64>() / cells.len().max(1) as f64
+}
+
+/// `params` of a network of shape `from` as a network of shape `to`, whose
+/// layers are as many and at least as wide: the new units' weights are
+/// zero, so the wider network scores every slot as the narrower did and a
+/// search can go on from it with room to grow. `None` when `to` cannot
+/// hold `from`.
+pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
+    let (old, new) = (from.sizes(), to.sizes());
+    if old.len() != new.len()
+        || old.iter().zip(&new).any(|(o, n)| o > n)
+        || params.len() != from.params()
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(to.params());
+    let mut at = 0;
+    for (o, n) in old.windows(2).zip(new.windows(2)) {
+        let (w, b) = (&params[at..at + o[0] * o[1]], &params[at + o[0] * o[1]..]);
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                out.push(if i < o[0] && j < o[1] {
+                    w[i * o[1] + j]
+                } else {
+                    0.0
+                });
+            }
+        }
+        out.extend((0..n[1]).map(|j| if j < o[1] { b[j] } else { 0.0 }));
+        at += o[0] * o[1] + o[1];
+    }
+    Some(out)
 }
 
 /// A network of `shape` with `params` as the model it would ship as.
@@ -228,6 +341,11 @@ pub struct Options {
     pub seed: u64,
     pub generations: usize,
     pub time: Duration,
+    /// Gains counted up to this log ratio (`None`: uncapped).
+    pub gain: Option<f64>,
+    /// Score each generation on this many windows a workload, drawn anew
+    /// every generation (`None`: all of them, the same throughout).
+    pub redraw: Option<usize>,
 }
 
 /// One generation's progress.
@@ -249,27 +367,53 @@ pub struct Evolved {
     pub curve: Vec<Generation>,
 }
 
-/// Searches for the network of `opts.shape` with the lowest [`loss`] on
+/// Searches for the network of `opts.shape` with the lowest loss on
 /// `arena`, until `opts.generations` or `opts.time`; `progress` is told of
-/// every generation.
+/// every generation. With `opts.redraw`, a generation's `best` is the
+/// lowest loss on all the windows of any generation's mean so far, and
+/// `this` the generation's best on its own draw.
 pub fn evolve(
     arena: &Arena,
     opts: &Options,
     mut progress: impl FnMut(&Generation),
 ) -> Result<Evolved, String> {
     let failure: RefCell<Option<String>> = RefCell::new(None);
-    let objective = |x: &DVector<f64>| {
-        let cells = model(&opts.shape, x.as_slice(), &[])
-            .and_then(|m| arena.cells(&Arc::new(m), "evolved"));
+    let dims = opts.shape.params();
+    // The population is set here (CMA-ES's default for the size unless
+    // asked), so that the objective knows which generation it scores for.
+    let lambda = opts
+        .population
+        .map_or(4 + (3.0 * (dims as f64).ln()).floor() as usize, |n| {
+            n.max(4)
+        });
+    let evaluated = Counter::new(0usize);
+    let score = |params: &[f64], picks: Option<&[Vec<usize>]>| {
+        let cells = model(&opts.shape, params, &[]).and_then(|m| {
+            let m = Arc::new(m);
+            match picks {
+                Some(p) => arena.cells_on(&m, "evolved", p),
+                None => arena.cells(&m, "evolved"),
+            }
+        });
         match cells {
-            Ok(cells) => loss(&cells),
+            Ok(cells) => loss_capped(&cells, opts.gain),
             Err(e) => {
                 failure.borrow_mut().get_or_insert(e);
                 f64::MAX
             }
         }
     };
-    let dims = opts.shape.params();
+    let objective = |x: &DVector<f64>| {
+        let round = evaluated.get() / lambda;
+        evaluated.set(evaluated.get() + 1);
+        match opts.redraw {
+            Some(per) => score(
+                x.as_slice(),
+                Some(&arena.draw(per, opts.seed, round as u64)),
+            ),
+            None => score(x.as_slice(), None),
+        }
+    };
     let start = match &opts.start {
         Some(p) if p.len() == dims => p.clone(),
         Some(p) => {
@@ -280,25 +424,37 @@ pub fn evolve(
         }
         None => vec![0.0; dims],
     };
-    let mut options = CMAESOptions::new(start, opts.sigma)
+    let mut cma = CMAESOptions::new(start.clone(), opts.sigma)
         .seed(opts.seed)
         .max_generations(opts.generations.max(1))
-        .max_time(opts.time);
-    if let Some(n) = opts.population {
-        options = options.population_size(n.max(4));
-    }
-    let mut cma = options
+        .max_time(opts.time)
+        .population_size(lambda)
         .build(objective)
         .map_err(|e| format!("CMA-ES options: {e:?}"))?;
     let started = Instant::now();
     let mut curve = Vec::new();
+    // With redraws: the best mean on the whole pool (the start counts).
+    let mut kept = opts.redraw.map(|_| (score(&start, None), start));
     loop {
         let done = cma.next();
         if let Some(e) = failure.borrow().clone() {
             return Err(e);
         }
-        let best = cma.overall_best_individual().map_or(f64::MAX, |b| b.value);
         let this = cma.current_best_individual().map_or(f64::MAX, |b| b.value);
+        let best = match &mut kept {
+            Some((loss, params)) => {
+                let mean = cma.mean().as_slice().to_vec();
+                let whole = score(&mean, None);
+                if whole < *loss {
+                    (*loss, *params) = (whole, mean);
+                }
+                *loss
+            }
+            None => cma.overall_best_individual().map_or(f64::MAX, |b| b.value),
+        };
+        if let Some(e) = failure.borrow().clone() {
+            return Err(e);
+        }
         let generation = Generation {
             generation: cma.generation(),
             evaluations: cma.function_evals(),
@@ -312,12 +468,18 @@ pub fn evolve(
             break;
         }
     }
-    let best = cma
-        .overall_best_individual()
-        .ok_or("the search evaluated nothing")?;
+    let (params, loss) = match kept {
+        Some((loss, params)) => (params, loss),
+        None => {
+            let best = cma
+                .overall_best_individual()
+                .ok_or("the search evaluated nothing")?;
+            (best.point.as_slice().to_vec(), best.value)
+        }
+    };
     Ok(Evolved {
-        params: best.point.as_slice().to_vec(),
-        loss: best.value,
+        params,
+        loss,
         curve,
     })
 }

@@ -123,6 +123,21 @@ pub fn rivals(
     model: SimModel,
     backfill: bool,
 ) -> Vec<Score> {
+    rival_runs(workload, windows, model, backfill)
+        .iter()
+        .map(|(policy, runs)| Score::of(policy.clone(), &Summary::of(runs)))
+        .collect()
+}
+
+/// Each rival's figures on each of `windows` (in window order), in
+/// [`RIVALS`] order: what [`rivals`] averages, kept per window so that a
+/// subset can be scored without replaying it again.
+pub fn rival_runs(
+    workload: &Workload,
+    windows: &[Window],
+    model: SimModel,
+    backfill: bool,
+) -> Vec<(String, Vec<Metrics>)> {
     let mode = if backfill {
         Backfill::Easy
     } else {
@@ -130,9 +145,14 @@ pub fn rivals(
     };
     let policies: Vec<PolicyKind> = RIVALS.iter().map(|&o| PolicyKind::new(o, mode)).collect();
     slurp_sim::compare(workload, windows, &policies, model)
-        .iter()
-        .map(|r| Score::of(r.policy.clone(), &r.summary))
+        .into_iter()
+        .map(|r| (r.policy, r.windows))
         .collect()
+}
+
+/// The score of `policy` over `runs`.
+pub fn score(policy: String, runs: &[Metrics]) -> Score {
+    Score::of(policy, &Summary::of(runs))
 }
 
 /// The learned policy's score over `runs`, its replays of a cell's windows.

@@ -130,6 +130,8 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         seed: 1,
         generations: 6,
         time: std::time::Duration::from_secs(600),
+        gain: None,
+        redraw: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
@@ -162,4 +164,142 @@ fn a_search_can_start_from_a_written_model() {
     for (a, b) in read.iter().zip(&params) {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
     }
+}
+
+#[test]
+fn a_widened_network_scores_every_slot_as_the_narrow_one_did() {
+    let narrow = Shape { hidden: vec![3] };
+    let params: Vec<f64> = (0..narrow.params())
+        .map(|i| ((i * 7 % 11) as f64 - 5.0) / 4.0)
+        .collect();
+    let wide = Shape { hidden: vec![5] };
+    let widened = evolve::widen(&narrow, &params, &wide).expect("3 units fit in 5");
+    assert_eq!(widened.len(), wide.params());
+    // The same choices on the same queues, in both simulation models.
+    let w = workload(Family::Mid, 6, 3000);
+    let ws = windows(&w, 2);
+    let arena = Arena::new(vec![("mid".into(), w, ws)]);
+    let a = Arc::new(evolve::model(&narrow, &params, &[]).unwrap());
+    let b = Arc::new(evolve::model(&wide, &widened, &[]).unwrap());
+    let (ca, cb) = (arena.cells(&a, "n").unwrap(), arena.cells(&b, "n").unwrap());
+    for (x, y) in ca.iter().zip(&cb) {
+        assert_eq!(
+            x.learned.worst_user_bounded_slowdown,
+            y.learned.worst_user_bounded_slowdown
+        );
+        assert_eq!(
+            x.learned.avg_bounded_slowdown,
+            y.learned.avg_bounded_slowdown
+        );
+    }
+    // Narrower, or another number of layers, cannot hold it.
+    assert_eq!(
+        evolve::widen(&narrow, &params, &Shape { hidden: vec![2] }),
+        None
+    );
+    assert_eq!(
+        evolve::widen(&narrow, &params, &Shape { hidden: vec![3, 3] }),
+        None
+    );
+}
+
+#[test]
+fn redrawn_windows_are_a_seeded_subset_scored_against_the_rivals_on_the_same() {
+    let w = workload(Family::Small, 4, 4000);
+    let ws = windows(&w, 6);
+    let arena = Arena::new(vec![("small".into(), w.clone(), ws.clone())]);
+    let a = arena.draw(3, 9, 0);
+    assert_eq!(a, arena.draw(3, 9, 0), "the same round, the same draw");
+    assert_eq!(a[0].len(), 3);
+    assert!(a[0].windows(2).all(|p| p[0] < p[1]), "no window twice");
+    let rounds: Vec<_> = (0..8).map(|r| arena.draw(3, 9, r)).collect();
+    assert!(rounds.iter().any(|d| *d != a), "rounds draw anew");
+    assert_eq!(arena.draw(10, 9, 0)[0], (0..6).collect::<Vec<_>>());
+    // A draw's cells are what the judge says of those windows alone.
+    let shape = Shape { hidden: vec![] };
+    let net = Arc::new(evolve::model(&shape, &by_feature(5, 1.0), &[]).unwrap());
+    let got = arena.cells_on(&net, "net", &a).unwrap();
+    let some: Vec<Window> = a[0].iter().map(|&i| ws[i]).collect();
+    let want = judge::cells(&net, "net", "small", &w, &some).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(
+            g.learned.worst_user_bounded_slowdown,
+            w.learned.worst_user_bounded_slowdown
+        );
+        for (x, y) in g.rivals.iter().zip(&w.rivals) {
+            assert_eq!(x.worst_user_bounded_slowdown, y.worst_user_bounded_slowdown);
+            assert_eq!(x.avg_bounded_slowdown, y.avg_bounded_slowdown);
+        }
+    }
+}
+
+#[test]
+fn a_capped_gain_saturates_wins_and_leaves_trailing_as_it_was() {
+    let small = workload(Family::Small, 4, 3000);
+    let ws = windows(&small, 2);
+    let arena = Arena::new(vec![("small".into(), small, ws)]);
+    let shape = Shape { hidden: vec![] };
+    let net = Arc::new(evolve::model(&shape, &by_feature(5, 1.0), &[]).unwrap());
+    let cell = arena.cells(&net, "net").unwrap().remove(0);
+    let fairest = cell.fairest_rival().worst_user_bounded_slowdown;
+    let best_avg = cell
+        .rivals
+        .iter()
+        .map(|r| r.avg_bounded_slowdown)
+        .fold(f64::INFINITY, f64::min);
+    let at = |ratio: f64| {
+        let mut c = cell.clone();
+        c.learned.worst_user_bounded_slowdown = ratio * fairest;
+        c.learned.avg_bounded_slowdown = best_avg;
+        c
+    };
+    let g = 0.3;
+    // A small win counts nearly fully, a huge one no more than G.
+    let small_win = evolve::loss_capped(&[at(0.99)], Some(g));
+    assert!((small_win - 0.99f64.ln()).abs() < 2e-4, "{small_win}");
+    let huge = evolve::loss_capped(&[at(0.01)], Some(g));
+    assert!(huge > -g && huge < -0.99 * g, "{huge}");
+    assert_eq!(
+        evolve::loss(&[at(0.01)]),
+        0.01f64.ln(),
+        "uncapped as before"
+    );
+    // Trailing costs what it did.
+    let trail = evolve::loss_capped(&[at(1.5)], Some(g));
+    assert!((trail - 3.0 * 1.5f64.ln()).abs() < 1e-12);
+    assert_eq!(trail, evolve::loss(&[at(1.5)]));
+}
+
+#[test]
+fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
+    let w = workload(Family::Saturated, 2, 3000);
+    let ws = windows(&w, 4);
+    let arena = Arena::new(vec![("sat".into(), w, ws)]);
+    let opts = evolve::Options {
+        shape: Shape { hidden: vec![] },
+        population: Some(6),
+        start: None,
+        sigma: 0.5,
+        seed: 3,
+        generations: 4,
+        time: std::time::Duration::from_secs(600),
+        gain: Some(0.3),
+        redraw: Some(2),
+    };
+    let mut seen = Vec::new();
+    let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
+    assert_eq!(seen.len(), 4);
+    assert!(seen.windows(2).all(|p| p[1].best <= p[0].best));
+    // What it returns scores its loss on all four windows, not on a draw.
+    let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
+    let whole = evolve::loss_capped(&arena.cells(&net, "found").unwrap(), Some(0.3));
+    assert!(
+        (whole - found.loss).abs() < 1e-9,
+        "{whole} vs {}",
+        found.loss
+    );
+    // The zero network (the start) is never beaten by a worse mean.
+    let zero = Arc::new(evolve::model(&opts.shape, &[0.0; 10], &[]).unwrap());
+    let start = evolve::loss_capped(&arena.cells(&zero, "zero").unwrap(), Some(0.3));
+    assert!(found.loss <= start + 1e-12);
 }
