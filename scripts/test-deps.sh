@@ -6,8 +6,10 @@
 # (tests/mpi.rs), and a one-node Slurm on localhost for the Slurm tests
 # (tests/slurm.rs; scripts/local-slurm.sh), and NumPy for the check of the
 # learned policy's observation against an independent computation
-# (fair/tests/observe_v2.rs), and pytest for the Python client
-# (tests/python.rs). Quick when all is there already.
+# (fair/tests/observe_v2.rs), pytest for the Python client
+# (tests/python.rs), and qemu, a Debian kernel and a static busybox for the
+# cgroup v2 memory test in a guest (tests/memory.rs;
+# scripts/cgroup-v2-vm.sh). Quick when all is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,12 @@ need=()
 [ -x /usr/bin/parallel ] || need+=(parallel)
 # MPICH, for slurp's PMI and `launcher=mpirun` (tests/mpi.rs).
 [ -x /usr/bin/mpicc ] || need+=(mpich libmpich-dev)
+# A guest booted with cgroup v2 only, for memory.max (tests/memory.rs).
+[ -x /usr/bin/qemu-system-x86_64 ] || need+=(qemu-system-x86)
+ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+file -L /bin/busybox 2>/dev/null | grep -q static || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+command -v file >/dev/null || need+=(file)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     if [ "$(id -u)" -ne 0 ]; then

@@ -116,3 +116,99 @@ fn check_and_resources_say_how_limits_hold() {
         .success()
         .stdout_has(&["limits  a task's mem= held by resident memory"]);
 }
+
+/// The cgroup v2 path, on a real v2-only kernel: this machine's memory
+/// controller may be bound to v1 (then no cgroup here can take
+/// `memory.max`), so `scripts/cgroup-v2-vm.sh` boots Debian's kernel in an
+/// emulated guest and runs `tests/vm/cgroup-v2.sh` there: slurp at the
+/// root of the hierarchy, alone in a delegated cgroup (it moves itself to
+/// a leaf), and sharing its cgroup with another process (it cannot: the
+/// watch holds, and nothing is left changed).
+#[test]
+fn a_task_past_its_limit_is_stopped_by_a_cgroup_v2_in_a_guest() {
+    let script = common::repo().join("scripts/cgroup-v2-vm.sh");
+    let probe = std::process::Command::new("bash")
+        .arg(&script)
+        .arg("--probe")
+        .output()
+        .unwrap();
+    if !probe.status.success() {
+        eprintln!(
+            "skipped: no guest can boot here: no {}",
+            String::from_utf8_lossy(&probe.stdout).trim()
+        );
+        return;
+    }
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(common::binary())
+        .arg(common::repo().join("tests/vm/cgroup-v2.sh"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && text.contains("--- end"),
+        "the guest did not finish: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = |name: &str| {
+        let from = text.find(&format!("--- {name}")).unwrap();
+        let rest = &text[from + 4 + name.len()..];
+        rest[..rest.find("--- ").unwrap()].to_owned()
+    };
+    for (name, cgroup) in [
+        ("root", "/sys/fs/cgroup/slurp-"),
+        ("delegated", "/sys/fs/cgroup/job/slurp-"),
+    ] {
+        let s = section(name);
+        assert!(
+            s.contains(&format!(
+                "held by cgroup v2 memory.max per task (below {cgroup}"
+            )),
+            "{name}: {s}"
+        );
+        assert!(s.contains("rc=1"), "{name}: slurp fails the run: {s}");
+        assert!(s.contains("allocated 16"), "{name}: the neighbour ran: {s}");
+        assert!(!s.contains("allocated 400"), "{name}: {s}");
+        assert!(
+            s.contains("out_of_memory big")
+                && s.contains("killed by the kernel at its limit of 64 MiB")
+                && s.contains("(cgroup v2 memory.max), 2 attempts"),
+            "{name}: {s}"
+        );
+        // The joblog: both attempts of `big` killed (signal 9), each well
+        // before it could have allocated its 400 MiB.
+        let killed: Vec<f64> = s
+            .lines()
+            .filter(|l| l.ends_with("hog 400"))
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                assert_eq!(f[7], "9", "{l}");
+                f[3].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(killed.len(), 2, "{name}: {s}");
+        assert!(killed.iter().all(|&t| t < 2.0), "{name}: {killed:?}");
+    }
+    // What slurp changed to hand memory down, it put back.
+    let root = section("root");
+    assert!(
+        root.contains("left: 0") && root.contains("root subtree: []"),
+        "{root}"
+    );
+    let job = section("delegated");
+    assert!(
+        job.contains("job subtree: []")
+            && job.contains("job left: 0")
+            && job.contains("job procs: 0"),
+        "{job}"
+    );
+    // Beside another process, no cgroup can be made: the watch holds.
+    let shared = section("shared");
+    assert!(
+        shared.contains("held by resident memory")
+            && shared.contains("session subtree: []")
+            && shared.contains("session left: 0"),
+        "{shared}"
+    );
+}

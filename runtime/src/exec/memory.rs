@@ -3,11 +3,15 @@
 //!
 //! Three mechanisms, the first that works here ([`Mechanism::detect`]):
 //!
-//! - **cgroup v2**: each attempt runs in a cgroup with `memory.max`, below
-//!   a `slurp-PID` cgroup made in slurp's own, where the memory controller
-//!   can be given to children (slurp at the root of its cgroup namespace,
-//!   as in a container, or a delegated subtree). The kernel stops the task
-//!   at the limit; `memory.events` counts its kills for memory.
+//! - **cgroup v2**: each attempt runs in a cgroup with `memory.max` (and
+//!   `memory.oom.group`: the whole task is killed), below a `slurp-PID`
+//!   cgroup made in slurp's own, where the memory controller can be given
+//!   to children: slurp at the root of its cgroup namespace (a container,
+//!   a machine booted with v2 only), or alone in a delegated cgroup, which
+//!   slurp then leaves for a leaf of its own (`v2_base` says why). The
+//!   kernel stops the task at the limit; `memory.events` counts its kills
+//!   for memory. `scripts/cgroup-v2-vm.sh` boots a v2-only kernel to test
+//!   this where the machine's memory controller is v1's.
 //! - **cgroup v1**: the same with the v1 memory controller's
 //!   `memory.limit_in_bytes` (and the swap limit when there is one) and
 //!   `memory.oom_control`.
@@ -58,18 +62,10 @@ impl Mechanism {
         let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let membership = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let name = format!("slurp-{}", std::process::id());
-        if let Some(own) = v2_dir(&mountinfo, &membership) {
-            let base = own.join(&name);
-            if fs::create_dir(&base).is_ok() {
-                let controllers = fs::read_to_string(base.join("cgroup.controllers"));
-                let enabled = controllers
-                    .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
-                    && fs::write(base.join("cgroup.subtree_control"), "+memory").is_ok();
-                if enabled {
-                    return Mechanism::CgroupV2 { base };
-                }
-                let _ = fs::remove_dir(&base);
-            }
+        if let Some(own) = v2_dir(&mountinfo, &membership)
+            && let Some(base) = v2_base(&own, &name)
+        {
+            return Mechanism::CgroupV2 { base };
         }
         if let Some(own) = v1_dir(&mountinfo, &membership) {
             let base = own.join(&name);
@@ -125,6 +121,9 @@ impl Mechanism {
             }
             let _ = fs::remove_dir(base);
         }
+        if let Some(borrowed) = BORROWED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            give_back(borrowed);
+        }
     }
 }
 
@@ -138,6 +137,96 @@ fn v2_dir(mountinfo: &str, membership: &str) -> Option<PathBuf> {
     })?;
     let own = membership.lines().find_map(|l| l.strip_prefix("0::"))?;
     Some(Path::new(mount).join(own.trim_start_matches('/')))
+}
+
+/// Whether the controller list `text` (a `cgroup.controllers` or
+/// `cgroup.subtree_control`) has the memory controller.
+fn has_memory(text: &str) -> bool {
+    text.split_whitespace().any(|c| c == "memory")
+}
+
+/// Whether a cgroup's file names the memory controller.
+fn lists_memory(file: &Path) -> bool {
+    fs::read_to_string(file).is_ok_and(|t| has_memory(&t))
+}
+
+/// What slurp changed in its own cgroup to be able to hand the memory
+/// controller down, so that the end of the run can put it back.
+#[derive(Debug)]
+struct Borrowed {
+    own: PathBuf,
+    /// slurp enabled memory in its own cgroup's `cgroup.subtree_control`.
+    enabled: bool,
+    /// slurp moved itself into this leaf of its own cgroup to do so.
+    leaf: Option<PathBuf>,
+}
+
+static BORROWED: std::sync::Mutex<Option<Borrowed>> = std::sync::Mutex::new(None);
+
+/// cgroup v2: makes `own/name`, with the memory controller for its
+/// children, and returns it; `None` when this process cannot.
+///
+/// A cgroup's children get a controller only when the cgroup enables it
+/// in its `cgroup.subtree_control`, and the kernel refuses that to a cgroup
+/// (other than the root) that holds processes. So: where slurp's own
+/// cgroup does not enable memory yet, slurp enables it — at the root of a
+/// cgroup namespace (a container, a machine booted with v2 only) that is
+/// allowed at once; in a delegated cgroup that holds slurp alone (a
+/// `systemd-run --scope -p Delegate=yes` scope, a batch job's own cgroup)
+/// slurp first moves itself into a leaf `name-self`. Where the cgroup also
+/// holds other processes (a login shell's session scope), slurp cannot and
+/// puts back what it changed.
+fn v2_base(own: &Path, name: &str) -> Option<PathBuf> {
+    if !lists_memory(&own.join("cgroup.controllers")) {
+        return None;
+    }
+    let mut borrowed = Borrowed {
+        own: own.to_owned(),
+        enabled: false,
+        leaf: None,
+    };
+    let subtree = own.join("cgroup.subtree_control");
+    if !lists_memory(&subtree) {
+        if fs::write(&subtree, "+memory").is_err() {
+            let leaf = own.join(format!("{name}-self"));
+            fs::create_dir(&leaf).ok()?;
+            borrowed.leaf = Some(leaf.clone());
+            let moved = fs::write(leaf.join("cgroup.procs"), std::process::id().to_string());
+            if moved.is_err() || fs::write(&subtree, "+memory").is_err() {
+                give_back(borrowed);
+                return None;
+            }
+        }
+        borrowed.enabled = true;
+    }
+    let base = own.join(name);
+    let made = fs::create_dir(&base).is_ok()
+        && lists_memory(&base.join("cgroup.controllers"))
+        && fs::write(base.join("cgroup.subtree_control"), "+memory").is_ok();
+    if !made {
+        let _ = fs::remove_dir(&base);
+        give_back(borrowed);
+        return None;
+    }
+    *BORROWED.lock().unwrap_or_else(|p| p.into_inner()) = Some(borrowed);
+    Some(base)
+}
+
+/// Puts back what [`v2_base`] changed in slurp's own cgroup (once its
+/// children are gone): memory disabled for the children again, slurp back
+/// in its cgroup, the leaf removed. Each step may be refused (another
+/// process made a cgroup there meanwhile); what is refused stays.
+fn give_back(borrowed: Borrowed) {
+    if borrowed.enabled {
+        let _ = fs::write(borrowed.own.join("cgroup.subtree_control"), "-memory");
+    }
+    if let Some(leaf) = borrowed.leaf {
+        let _ = fs::write(
+            borrowed.own.join("cgroup.procs"),
+            std::process::id().to_string(),
+        );
+        let _ = fs::remove_dir(leaf);
+    }
 }
 
 /// cgroup v1: the memory controller's mount point and this process's
@@ -239,6 +328,9 @@ impl Limit {
             fs::write(dir.join("memory.max"), &limit).map_err(|e| fail("memory.max", e))?;
             // Swap would let a task go on past its limit, slowly.
             let _ = fs::write(dir.join("memory.swap.max"), "0");
+            // At the limit the kernel kills the whole task, not only its
+            // largest process (which would leave the rest to go on).
+            let _ = fs::write(dir.join("memory.oom.group"), "1");
         } else {
             fs::write(dir.join("memory.limit_in_bytes"), &limit)
                 .map_err(|e| fail("memory.limit_in_bytes", e))?;
