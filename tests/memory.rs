@@ -207,6 +207,7 @@ fn a_task_past_its_limit_is_stopped_by_a_cgroup_v2_in_a_guest() {
     let shared = section("shared");
     assert!(
         shared.contains("held by resident memory")
+            && shared.contains("systemd-run --user --scope -p Delegate=yes")
             && shared.contains("session subtree: []")
             && shared.contains("session left: 0"),
         "{shared}"

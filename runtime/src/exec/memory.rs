@@ -94,7 +94,14 @@ impl Mechanism {
                 if std::env::var("SLURP_MEMORY").is_ok_and(|v| v == "watch") {
                     "SLURP_MEMORY=watch"
                 } else {
-                    "no cgroup can be made here"
+                    // Where a v2 hierarchy is mounted, the usual cause is
+                    // a cgroup slurp shares (a login session's): a
+                    // delegated scope of its own is the cure.
+                    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+                        "no cgroup can be made here; `systemd-run --user --scope -p Delegate=yes slurp …` gives slurp one"
+                    } else {
+                        "no cgroup can be made here"
+                    }
                 }
             ),
         }
