@@ -97,7 +97,7 @@ impl Mechanism {
                     // Where a v2 hierarchy is mounted, the usual cause is
                     // a cgroup slurp shares (a login session's): a
                     // delegated scope of its own is the cure.
-                    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+                    if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
                         "no cgroup can be made here; `systemd-run --user --scope -p Delegate=yes slurp …` gives slurp one"
                     } else {
                         "no cgroup can be made here"
