@@ -1761,6 +1761,18 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     };
     let progress = crate::progress::Progress::new(&loaded.program, mode);
     let mut console = crate::console::Console::new(options.output, progress);
+    // A run with memory limits finds how they hold before any task starts:
+    // under cgroup v2 slurp may have to be alone in its cgroup to hand the
+    // memory controller down, which a task already running there (one
+    // without `mem=`, started first) would prevent.
+    if loaded
+        .program
+        .workflows
+        .iter()
+        .any(|w| w.tasks.runs().iter().any(|r| r.first.request.mem > 0))
+    {
+        slurp_runtime::exec::memory::Mechanism::get();
+    }
     // What a task leaves running outside its process group comes back to
     // this process, to be ended with the run.
     slurp_runtime::exec::strays::adopt_orphans();

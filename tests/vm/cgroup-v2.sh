@@ -18,7 +18,10 @@ echo "--- delegated"
 echo +memory > $cg/cgroup.subtree_control
 mkdir $cg/job
 sh -c "echo \$\$ > $cg/job/cgroup.procs; exec slurp resources" | grep limits
-sh -c "echo \$\$ > $cg/job/cgroup.procs; exec slurp --joblog jl-job flow.slurp" > out 2>&1
+# A task without mem= starts first: it must not keep slurp from handing
+# memory down (slurp finds its mechanism before any task starts).
+{ echo "task first: sleep 0.3"; cat flow.slurp; } > job.slurp
+sh -c "echo \$\$ > $cg/job/cgroup.procs; exec slurp --joblog jl-job job.slurp" > out 2>&1
 echo "rc=$?"
 cat out
 cat jl-job
