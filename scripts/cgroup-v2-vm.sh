@@ -96,9 +96,16 @@ poweroff -f
 EOF
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$root.cpio.gz"
-trap 'rm -rf "$root" "$root.cpio.gz"' EXIT
+trap 'rm -rf "$root" "$root.cpio.gz" "$root.console"' EXIT
 # cgroup_no_v1=all: no controller is bound to v1, so memory is v2's.
 timeout 300 qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 -nographic -no-reboot \
     -kernel "$(kernel)" -initrd "$root.cpio.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 cgroup_no_v1=all init=/init" \
-    </dev/null | tr -d "\r" | tee /tmp/vm-console.log | sed -n "/=== scenario begins/,/=== scenario ended/p"
+    </dev/null | tr -d "\r" > "$root.console" || true
+sed -n "/=== scenario begins/,/=== scenario ended/p" "$root.console"
+# A guest that did not get through its scenario: what its console said.
+if ! grep -q "=== scenario ended" "$root.console"; then
+    echo "the guest did not finish its scenario; the end of its console:" >&2
+    tail -c 3000 "$root.console" >&2
+    exit 1
+fi
