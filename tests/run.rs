@@ -364,6 +364,75 @@ fn an_escaped_process_holding_the_pipe_does_not_hold_the_task_or_outlive_the_run
     assert!(!alive(pid), "the stray {pid} outlived the run");
 }
 
+/// A task's pipes are left alone while it is young and drained when it
+/// ends (`runtime/src/exec/capture.rs`): a short task that writes far more
+/// than a pipe holds is not stuck on the full pipe, and nothing it wrote is
+/// lost, on stdout (kept whole) or stderr (its tail, in the summary).
+#[test]
+fn a_short_task_writing_more_than_a_pipe_holds_keeps_every_byte() {
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task big time=30s: sh -c 'head -c 1000000 /dev/zero | tr -c x x; echo; echo to stderr >&2'\n\
+             task loud time=30s: sh -c 'head -c 300000 /dev/zero | tr -c y y >&2; echo; echo last words >&2; exit 3'\n",
+        )
+        .args(&["--cores", "2", "w.slurp"])
+        .run();
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    let xs = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('x'))
+        .unwrap_or("");
+    assert_eq!(xs.len(), 1_000_000, "stdout of `big` cut");
+    assert!(xs.bytes().all(|b| b == b'x'));
+    assert!(run.stderr.contains("to stderr"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("loud") && run.stderr.contains("last words"),
+        "{}",
+        run.stderr
+    );
+    // The same with output discarded: only stderr's tail is kept.
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task loud: sh -c 'head -c 300000 /dev/zero | tr -c y y >&2; echo; echo last words >&2; exit 3'\n",
+        )
+        .args(&["--output", "none", "w.slurp"])
+        .run();
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("last words"), "{}", run.stderr);
+    assert!(run.stderr.len() < 20_000, "the whole of stderr was kept");
+}
+
+/// The same escape from a task that ends at once, while its pipes are
+/// still left alone: the pipe is drained, the stray's hold on it does not
+/// keep the task, and the stray does not outlive the run.
+#[test]
+fn an_escaped_process_holding_the_pipe_of_a_short_task_does_not_hold_it() {
+    let start = Instant::now();
+    let test = Test::new()
+        .file("stray.sh", STRAY)
+        .file(
+            "w.slurp",
+            "task a: sh -c 'setsid sh stray.sh & while [ ! -s stray ]; do :; done; echo done'\ntask b after=a: echo after\n",
+        )
+        .args(&["w.slurp"]);
+    let run = test.run().success();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the run waited {:?} on the stray's pipe",
+        start.elapsed()
+    );
+    assert_eq!(run.stdout, "done\nafter\n");
+    let pid: i32 = std::fs::read_to_string(test.path().join("stray"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the stray {pid} outlived the run");
+}
+
 /// Ctrl-C is never held by such a process: exit 130 at once, nothing left.
 #[test]
 fn an_escaped_process_does_not_hold_ctrl_c() {

@@ -247,7 +247,14 @@ pub async fn run_attempt(
         finished.error = Some(format!("cannot make {}: {e}", dir.display()));
         return finished;
     }
-    let env = super::rank_environment(&launch);
+    let env = match super::rank_environment(&launch) {
+        Ok(env) => env,
+        Err(error) => {
+            finished.outcome = Outcome::SpawnError;
+            finished.error = Some(error);
+            return finished;
+        }
+    };
     let safe = launch.name.replace('/', "_");
     let mut ranks = Vec::with_capacity(launch.ranks.len());
     let (news_tx, mut news) = mpsc::unbounded_channel::<(usize, News)>();

@@ -14,9 +14,13 @@
 //! (`PR_SET_PDEATHSIG`). Processes a rank started in other process groups
 //! are ended when the run ends ([`strays`]), unless slurp itself is killed
 //! with SIGKILL. An attempt ends when its ranks end: their pipes are read
-//! for what they still hold, but a process that escaped the group and keeps
-//! a pipe open does not keep the task (or Ctrl-C) waiting.
+//! for what they still hold ([`capture`]: a young task's pipes are not
+//! watched at all), but a process that escaped the group and keeps a pipe
+//! open does not keep the task (or Ctrl-C) waiting. Its environment is
+//! [`environ`]'s.
 
+mod capture;
+mod environ;
 mod flux_jobs;
 pub use flux_jobs::shutdown as end_flux_client;
 pub mod memory;
@@ -34,11 +38,12 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use crate::core::Outcome;
 use crate::ir::TaskId;
+use capture::Capture;
+use environ::Environ;
 
 /// Where a task's output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -152,8 +157,6 @@ pub struct Finished {
     pub error: Option<String>,
 }
 
-const TAIL_BYTES: usize = 2048;
-
 /// Runs one attempt to its end.
 pub async fn run_attempt(
     launch: Launch,
@@ -229,7 +232,7 @@ pub async fn run_attempt(
     let spawned = spawn_ranks(&launch, &lines, cgroup, &pmi_ends);
     // The ranks hold their ends now; the server sees them close.
     drop(pmi_ends);
-    let (children, readers) = match spawned {
+    let (children, mut capture) = match spawned {
         Ok(spawned) => spawned,
         Err(error) => {
             finished.outcome = Outcome::SpawnError;
@@ -285,6 +288,7 @@ pub async fn run_attempt(
     let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + quarter, quarter);
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exceeded: Option<memory::Exceeded> = None;
+    let grown_up = tokio::time::Instant::now() + capture::YOUNG;
     while left > 0 {
         let kill_at = term_sent_at.map(|t| t + launch.grace);
         tokio::select! {
@@ -313,6 +317,13 @@ pub async fn run_attempt(
                 let used = pgid.map_or(0, |g| memory::group_rss(g.as_raw()));
                 if watched.is_some_and(|limit| used > limit) {
                     exceeded = Some(memory::Exceeded { peak: used });
+                    signal_group(pgid, Signal::SIGKILL);
+                }
+            }
+            _ = tokio::time::sleep_until(grown_up), if capture.waiting() => {
+                if let Err(error) = capture.read_as_it_comes() {
+                    // Not read, its writers would block for ever.
+                    finished.error = Some(error);
                     signal_group(pgid, Signal::SIGKILL);
                 }
             }
@@ -355,7 +366,7 @@ pub async fn run_attempt(
     }
     // Whatever the ranks left behind in their group goes too.
     signal_group(pgid, Signal::SIGKILL);
-    let (stdout, stderr) = readers.await;
+    let (stdout, stderr) = capture.finish().await;
     finished.stdout = stdout;
     finished.stderr_tail = tail(&stderr);
     finished.stderr = stderr;
@@ -450,8 +461,6 @@ fn wait_each(pids: Vec<i32>) -> mpsc::UnboundedReceiver<Outcome> {
     rx
 }
 
-type Readers = std::pin::Pin<Box<dyn Future<Output = (Vec<u8>, Vec<u8>)> + Send>>;
-
 /// One rank's stdout and stderr: the child's ends, and the parent's read
 /// ends where output is captured.
 struct Streams {
@@ -505,50 +514,9 @@ fn cstring(s: impl AsRef<OsStr>, what: &str) -> Result<CString, String> {
     CString::new(s.as_ref().as_bytes()).map_err(|_| format!("{what} contains a NUL byte"))
 }
 
-/// A task's environment, the same for each of its ranks: inherited, then
-/// the task's own, then slurp's.
-fn task_environment(launch: &Launch) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-    if launch.socket.is_none() {
-        // An outer slurp's socket is not this task's instance.
-        env.retain(|(k, _)| k != "SLURP_SOCKET" && k != "SLURP_SCOPE");
-    }
-    let mut set = |key: &str, value: &OsStr| {
-        env.retain(|(k, _)| k != key);
-        env.push((key.into(), value.into()));
-    };
-    for (k, v) in &launch.env {
-        set(k, OsStr::new(v));
-    }
-    let ntasks = launch.ranks.len().to_string();
-    set("SLURP_TASK_ID", OsStr::new(&launch.name));
-    set("SLURP_NTASKS", OsStr::new(&ntasks));
-    set("SLURP_RUN_DIR", launch.run_dir.as_os_str());
-    set("SLURP_DEPTH", OsStr::new(&launch.depth.to_string()));
-    // A slurp started inside stops its own tasks within this grace.
-    let grace = launch.grace.as_millis().to_string();
-    set("SLURP_GRACE_MS", OsStr::new(&grace));
-    if let Some(socket) = &launch.socket {
-        set("SLURP_SOCKET", socket.as_os_str());
-        set("SLURP_SCOPE", OsStr::new(&launch.scope));
-    }
-    if launch.mem > 0 {
-        set("SLURP_MEM", OsStr::new(&launch.mem.to_string()));
-    }
-    env
-}
-
-/// [`task_environment`] as text, for a jobspec.
-fn rank_environment(launch: &Launch) -> Vec<(String, String)> {
-    task_environment(launch)
-        .into_iter()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect()
+/// The task's environment as text, for a jobspec.
+fn rank_environment(launch: &Launch) -> Result<Vec<(String, String)>, String> {
+    Ok(Environ::for_task(launch)?.pairs())
 }
 
 fn spawn_ranks(
@@ -556,7 +524,7 @@ fn spawn_ranks(
     lines: &mpsc::UnboundedSender<Output>,
     cgroup: Option<i32>,
     pmi_ends: &[OwnedFd],
-) -> Result<(Vec<i32>, Readers), String> {
+) -> Result<(Vec<i32>, Capture), String> {
     let Some(program) = launch.argv.first() else {
         return Err("empty command".to_owned());
     };
@@ -569,7 +537,7 @@ fn spawn_ranks(
         .map(|a| cstring(a, "an argument"))
         .collect::<Result<Vec<_>, _>>()?;
     let cwd = cstring(&launch.cwd, "the working directory")?;
-    let env = task_environment(launch);
+    let env = Environ::for_task(launch)?;
     let ntasks = launch.ranks.len().to_string();
     let files = match &launch.files {
         Some((out, err)) => {
@@ -579,9 +547,7 @@ fn spawn_ranks(
     };
     let stdin = dev_null()?;
     let mut pids: Vec<i32> = Vec::with_capacity(launch.ranks.len());
-    let (ended_tx, ended) = watch::channel(false);
-    let mut out_readers = Vec::new();
-    let mut err_readers = Vec::new();
+    let mut capture = Capture::new(launch.mode, (launch.instance, launch.task), lines.clone());
     for (rank, place) in launch.ranks.iter().enumerate() {
         let gpus = place.gpus.join(",");
         let mut rank_env = vec![
@@ -597,18 +563,11 @@ fn spawn_ranks(
                 ("PMI_SIZE", ntasks.clone()),
             ]);
         }
-        let mut envp = Vec::with_capacity(env.len() + rank_env.len());
-        for (k, v) in &env {
-            if rank_env.iter().all(|(rk, _)| OsStr::new(rk) != k) {
-                let mut entry = k.clone();
-                entry.push("=");
-                entry.push(v);
-                envp.push(cstring(&entry, "an environment variable")?);
-            }
-        }
-        for (k, v) in &rank_env {
-            envp.push(cstring(format!("{k}={v}"), "an environment variable")?);
-        }
+        let rank_env = rank_env
+            .iter()
+            .map(|(k, v)| cstring(format!("{k}={v}"), "an environment variable"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let envp = env.for_rank(&rank_env);
         let streams = streams(launch.mode, &files)?;
         let (path, argv) = match &launch.allocation {
             Some(job) if !job.starts_here(place.node as usize) => {
@@ -682,47 +641,13 @@ fn spawn_ranks(
         };
         pids.push(pid);
         let [out, err] = streams.read;
-        for (fd, is_err) in [(out, false), (err, true)] {
-            let Some(fd) = fd else { continue };
-            // It is the read end of a pipe made above: set non-blocking
-            // with one call, not checked again (three calls a pipe).
-            nix::fcntl::fcntl(
-                &fd,
-                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-            )
-            .map_err(|e| format!("cannot read a pipe: {e}"))?;
-            let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd)
-                .map_err(|e| format!("cannot read a pipe: {e}"))?;
-            let reader = read_stream(
-                receiver,
-                launch.mode,
-                (launch.instance, launch.task),
-                is_err,
-                lines.clone(),
-                Linger::new(ended.clone()),
-            );
-            if is_err {
-                err_readers.push(reader);
-            } else {
-                out_readers.push(reader);
+        for (fd, stderr) in [(out, false), (err, true)] {
+            if let Some(fd) = fd {
+                capture.add(fd, stderr)?;
             }
         }
     }
-    let readers: Readers = Box::pin(async move {
-        // The ranks have ended when this is first polled: what their pipes
-        // still hold is read, then the readers stop (`Linger`).
-        let _ = ended_tx.send(true);
-        let mut stdout = Vec::new();
-        for r in out_readers {
-            stdout.extend(r.await.unwrap_or_default());
-        }
-        let mut stderr = Vec::new();
-        for r in err_readers {
-            stderr.extend(r.await.unwrap_or_default());
-        }
-        (stdout, stderr)
-    });
-    Ok((pids, readers))
+    Ok((pids, capture))
 }
 
 /// After a later rank could not start: the earlier ones go, at once.
@@ -808,117 +733,9 @@ fn open_files(out: &Path, err: &Path) -> std::io::Result<(std::fs::File, std::fs
     Ok((out_file, err_file))
 }
 
-/// How long a stream is still read after its task's processes have ended:
-/// until it has been quiet this long...
-const QUIET: Duration = Duration::from_millis(100);
-/// ...and at most this long in all. A process that escaped the task's group
-/// (`setsid`) may hold the pipe open for as long as it lives; the task ends
-/// when its processes end, not when its pipe does.
-const LINGER: Duration = Duration::from_secs(1);
-
-/// One stream's reads, raced against the end of the task's processes.
-struct Linger {
-    ended: watch::Receiver<bool>,
-    cutoff: Option<tokio::time::Instant>,
-}
-
-impl Linger {
-    fn new(ended: watch::Receiver<bool>) -> Linger {
-        Linger {
-            ended,
-            cutoff: None,
-        }
-    }
-
-    /// `read`'s result, or `None` once the task has ended and the stream
-    /// stays quiet for [`QUIET`] (or [`LINGER`] has passed since the end).
-    /// `read` must be cancel-safe: tokio's reads are.
-    async fn read<T>(&mut self, read: impl Future<Output = T>) -> Option<T> {
-        tokio::pin!(read);
-        loop {
-            if let Some(cutoff) = self.cutoff {
-                let at = (tokio::time::Instant::now() + QUIET).min(cutoff);
-                return tokio::time::timeout_at(at, read).await.ok();
-            }
-            tokio::select! {
-                out = &mut read => return Some(out),
-                changed = self.ended.changed() => {
-                    if changed.is_err() || *self.ended.borrow() {
-                        self.cutoff = Some(tokio::time::Instant::now() + LINGER);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Reads one stream: kept whole (group), or sent line by line (tag), or
-/// only its tail kept (none). Returns what is kept.
-fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
-    stream: R,
-    mode: OutputMode,
-    (instance, task): (u32, TaskId),
-    stderr: bool,
-    lines: mpsc::UnboundedSender<Output>,
-    mut linger: Linger,
-) -> tokio::task::JoinHandle<Vec<u8>> {
-    tokio::spawn(async move {
-        let mut kept = Vec::new();
-        match mode {
-            OutputMode::Tag => {
-                let mut reader = BufReader::new(stream);
-                let mut line = Vec::new();
-                loop {
-                    line.clear();
-                    // A cut-off read leaves its partial line in `line`.
-                    let read = linger.read(reader.read_until(b'\n', &mut line)).await;
-                    let last = !matches!(read, Some(Ok(n)) if n > 0);
-                    if !line.is_empty() {
-                        if stderr {
-                            keep_tail(&mut kept, &line);
-                        }
-                        let _ = lines.send(Output::Line {
-                            instance,
-                            task,
-                            stderr,
-                            line: line.clone(),
-                        });
-                    }
-                    if last {
-                        break;
-                    }
-                }
-            }
-            OutputMode::Group | OutputMode::None | OutputMode::Files => {
-                let whole = mode == OutputMode::Group;
-                let mut stream = stream;
-                let mut buf = [0u8; 8192];
-                while let Some(Ok(n)) = linger.read(stream.read(&mut buf)).await {
-                    if n == 0 {
-                        break;
-                    }
-                    if whole {
-                        kept.extend_from_slice(&buf[..n]);
-                    } else {
-                        keep_tail(&mut kept, &buf[..n]);
-                    }
-                }
-            }
-        }
-        kept
-    })
-}
-
-fn keep_tail(kept: &mut Vec<u8>, more: &[u8]) {
-    kept.extend_from_slice(more);
-    if kept.len() > 2 * TAIL_BYTES {
-        kept.drain(..kept.len() - TAIL_BYTES);
-    }
-}
-
 /// The last lines of stderr, at most about 2 KiB, as text.
 pub fn tail(stderr: &[u8]) -> String {
-    let start = stderr.len().saturating_sub(TAIL_BYTES);
+    let start = stderr.len().saturating_sub(capture::TAIL_BYTES);
     let text = String::from_utf8_lossy(&stderr[start..]);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(10)..].join("\n")

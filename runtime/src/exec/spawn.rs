@@ -20,14 +20,14 @@
 //! fails, the errno and the step reach the parent through shared memory.
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::os::fd::OwnedFd;
 
 /// Everything the child needs, prepared by the parent.
-pub struct Spec {
+pub struct Spec<'a> {
     pub path: CString,
     pub argv: Vec<CString>,
-    pub envp: Vec<CString>,
+    pub envp: Vec<&'a CStr>,
     pub cwd: CString,
     /// 0: lead a new group; otherwise join this one.
     pub pgid: i32,
@@ -139,7 +139,7 @@ thread_local! {
 }
 
 /// Starts the process; returns its pid, or why it could not start.
-pub fn spawn(spec: &Spec) -> Result<i32, String> {
+pub fn spawn(spec: &Spec<'_>) -> Result<i32, String> {
     let argv: Vec<*const c_char> = spec
         .argv
         .iter()
