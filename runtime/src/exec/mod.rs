@@ -36,6 +36,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::{mpsc, watch};
@@ -242,7 +243,7 @@ pub async fn run_attempt(
         }
     };
     // The first rank leads the task's process group.
-    let pgid = children.first().map(|&p| Pid::from_raw(p));
+    let pgid = children.first().map(|c| Pid::from_raw(c.pid));
     if let Some(pgid) = pgid {
         let _ = lines.send(Output::Group {
             instance: launch.instance,
@@ -292,7 +293,7 @@ pub async fn run_attempt(
     while left > 0 {
         let kill_at = term_sent_at.map(|t| t + launch.grace);
         tokio::select! {
-            Some(outcome) = ended.recv() => {
+            Some(outcome) = ended.next() => {
                 left -= 1;
                 // The first failure in time is the task's; under PMI its
                 // siblings would wait on it for ever: they are stopped.
@@ -442,23 +443,23 @@ fn signal_group(pgid: Option<Pid>, signal: Signal) {
     }
 }
 
-/// Waits for every rank: each one's outcome as it ends.
-fn wait_each(pids: Vec<i32>) -> mpsc::UnboundedReceiver<Outcome> {
+/// Every rank's end: each one's outcome as it ends (the stream's items).
+/// Polled where the attempt waits, with no task or channel of its own.
+fn wait_each(
+    ranks: Vec<spawn::Spawned>,
+) -> futures_util::stream::FuturesUnordered<impl Future<Output = Outcome>> {
     use nix::sys::wait::WaitStatus;
-    let (tx, rx) = mpsc::unbounded_channel();
-    for pid in pids {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let outcome = match spawn::wait(pid).await {
+    ranks
+        .into_iter()
+        .map(|rank| async move {
+            match spawn::wait(rank.pid, rank.pidfd).await {
                 Ok(WaitStatus::Exited(_, 0)) => Outcome::Success,
                 Ok(WaitStatus::Exited(_, code)) => Outcome::Exit(code),
                 Ok(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
                 _ => Outcome::Exit(-1),
-            };
-            let _ = tx.send(outcome);
-        });
-    }
-    rx
+            }
+        })
+        .collect()
 }
 
 /// One rank's stdout and stderr: the child's ends, and the parent's read
@@ -524,7 +525,7 @@ fn spawn_ranks(
     lines: &mpsc::UnboundedSender<Output>,
     cgroup: Option<i32>,
     pmi_ends: &[OwnedFd],
-) -> Result<(Vec<i32>, Capture), String> {
+) -> Result<(Vec<spawn::Spawned>, Capture), String> {
     let Some(program) = launch.argv.first() else {
         return Err("empty command".to_owned());
     };
@@ -546,7 +547,7 @@ fn spawn_ranks(
         None => None,
     };
     let stdin = dev_null()?;
-    let mut pids: Vec<i32> = Vec::with_capacity(launch.ranks.len());
+    let mut started: Vec<spawn::Spawned> = Vec::with_capacity(launch.ranks.len());
     let mut capture = Capture::new(launch.mode, (launch.instance, launch.task), lines.clone());
     for (rank, place) in launch.ranks.iter().enumerate() {
         let gpus = place.gpus.join(",");
@@ -619,7 +620,7 @@ fn spawn_ranks(
             argv,
             envp,
             cwd: cwd.clone(),
-            pgid: pids.first().copied().unwrap_or(0),
+            pgid: started.first().map_or(0, |s| s.pid),
             fds: [
                 stdin.as_raw_fd(),
                 streams.child[0].as_raw_fd(),
@@ -632,14 +633,13 @@ fn spawn_ranks(
         let spawned = spawn::spawn(&spec);
         // The parent's copies of the child's ends close here.
         drop(streams.child);
-        let pid = match spawned {
-            Ok(pid) => pid,
+        match spawned {
+            Ok(spawned) => started.push(spawned),
             Err(error) => {
-                kill_and_reap(&pids);
+                kill_and_reap(&started);
                 return Err(format!("cannot run `{program}`: {error}"));
             }
-        };
-        pids.push(pid);
+        }
         let [out, err] = streams.read;
         for (fd, stderr) in [(out, false), (err, true)] {
             if let Some(fd) = fd {
@@ -647,16 +647,16 @@ fn spawn_ranks(
             }
         }
     }
-    Ok((pids, capture))
+    Ok((started, capture))
 }
 
 /// After a later rank could not start: the earlier ones go, at once.
-fn kill_and_reap(pids: &[i32]) {
-    if let Some(&leader) = pids.first() {
-        signal_group(Some(Pid::from_raw(leader)), Signal::SIGKILL);
+fn kill_and_reap(started: &[spawn::Spawned]) {
+    if let Some(leader) = started.first() {
+        signal_group(Some(Pid::from_raw(leader.pid)), Signal::SIGKILL);
     }
-    for &pid in pids {
-        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+    for rank in started {
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(rank.pid), None);
     }
 }
 

@@ -21,7 +21,8 @@
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Everything the child needs, prepared by the parent.
 pub struct Spec<'a> {
@@ -138,8 +139,19 @@ thread_local! {
     static STACK: RefCell<Vec<u8>> = RefCell::new(vec![0u8; 128 * 1024]);
 }
 
-/// Starts the process; returns its pid, or why it could not start.
-pub fn spawn(spec: &Spec<'_>) -> Result<i32, String> {
+/// A started process: its pid, and a pidfd for it where the kernel gave
+/// one at the clone.
+pub struct Spawned {
+    pub pid: i32,
+    pub pidfd: Option<OwnedFd>,
+}
+
+/// Whether `clone` can return a pidfd (CLONE_PIDFD, Linux 5.2): one system
+/// call a task fewer than `pidfd_open`.
+static PIDFD_AT_CLONE: AtomicBool = AtomicBool::new(true);
+
+/// Starts the process, or says why it could not start.
+pub fn spawn(spec: &Spec<'_>) -> Result<Spawned, String> {
     let argv: Vec<*const c_char> = spec
         .argv
         .iter()
@@ -182,30 +194,49 @@ pub fn spawn(spec: &Spec<'_>) -> Result<i32, String> {
             .map_or(std::ptr::null(), |set| set as *const libc::cpu_set_t),
         failure: &mut failure,
     };
+    let mut pidfd: c_int = -1;
     let pid = STACK.with(|stack| {
         let mut stack = stack.borrow_mut();
         // SAFETY: every signal is blocked around the clone, so no handler of
         // this process runs in the child while it shares our memory; the
         // child runs `child` on its own stack (the top of `stack`, which is
         // 16-byte aligned by the allocator and the length) and the parent
-        // is suspended until it execs or exits (CLONE_VFORK).
+        // is suspended until it execs or exits (CLONE_VFORK). The kernel
+        // writes the pidfd (CLONE_PIDFD) to `pidfd`, alive here.
         unsafe {
             let mut all: libc::sigset_t = std::mem::zeroed();
             let mut old: libc::sigset_t = std::mem::zeroed();
             libc::sigfillset(&mut all);
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
             let top = stack.as_mut_ptr().add(stack.len()) as *mut c_void;
-            let pid = libc::clone(
-                child,
-                top,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                &args as *const ChildArgs as *mut c_void,
-            );
+            let clone = |flags: c_int, pidfd: *mut c_int| {
+                libc::clone(
+                    child,
+                    top,
+                    libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | flags,
+                    &args as *const ChildArgs as *mut c_void,
+                    pidfd,
+                )
+            };
+            let mut pid = -1;
+            if PIDFD_AT_CLONE.load(Ordering::Relaxed) {
+                pid = clone(libc::CLONE_PIDFD, &mut pidfd);
+                if pid < 0 && *libc::__errno_location() == libc::EINVAL {
+                    // A kernel before 5.2: pidfds come from pidfd_open, or
+                    // not at all.
+                    PIDFD_AT_CLONE.store(false, Ordering::Relaxed);
+                }
+            }
+            if !PIDFD_AT_CLONE.load(Ordering::Relaxed) {
+                pid = clone(0, std::ptr::null_mut());
+            }
             let clone_errno = *libc::__errno_location();
             libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
             (pid, clone_errno)
         }
     });
+    // SAFETY: the kernel just gave us this fd, if it did; nothing else owns it.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
     let (pid, clone_errno) = pid;
     if pid < 0 {
         return Err(format!(
@@ -229,24 +260,28 @@ pub fn spawn(spec: &Spec<'_>) -> Result<i32, String> {
             _ => format!("cannot set up the process: {error}"),
         });
     }
-    Ok(pid)
+    Ok(Spawned { pid, pidfd })
 }
 
-/// Waits for `pid` to end without blocking the loop: through a pidfd the
-/// reactor watches, or, on kernels without pidfds, by polling.
-pub async fn wait(pid: i32) -> std::io::Result<nix::sys::wait::WaitStatus> {
+/// Waits for `pid` to end without blocking the loop: through its pidfd
+/// (the one `spawn` got, or one opened now) watched by the reactor, or, on
+/// kernels without pidfds, by polling.
+pub async fn wait(pid: i32, pidfd: Option<OwnedFd>) -> std::io::Result<nix::sys::wait::WaitStatus> {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let target = nix::unistd::Pid::from_raw(pid);
-    // SAFETY: a plain system call; a valid fd is owned below.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let watched = if fd >= 0 {
+    let pidfd = pidfd.or_else(|| {
+        // SAFETY: a plain system call; a valid fd is owned at once.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         // SAFETY: the kernel just gave us this fd; nothing else owns it.
-        let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as c_int) };
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as c_int) })
+    });
+    let watched = match pidfd {
         // SAFETY: the AsyncFd owns the fd, so it stays open for as long as
         // it is registered (the I/O-safety condition of `register`).
-        Some(unsafe { tokio::io::unix::AsyncFd::register(owned) }.map_err(|e| e.into_parts().1)?)
-    } else {
-        None
+        Some(owned) => Some(
+            unsafe { tokio::io::unix::AsyncFd::register(owned) }.map_err(|e| e.into_parts().1)?,
+        ),
+        None => None,
     };
     // A pidfd is readable once the process has ended (a zombie's at once):
     // wait for that before the first `waitpid`, not after one that finds
