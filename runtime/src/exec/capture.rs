@@ -7,9 +7,11 @@
 //! `/bin/true` about a tenth of the hop. So in `group` and `none` modes a
 //! pipe is left alone while its task is young: when the ranks end it is
 //! drained with plain reads. Only a task that is still running after
-//! [`YOUNG`] has its pipes read as they fill (a writer that filled the
-//! pipe before then waits until then, once). `tag` mode reads from the
-//! start: its lines are shown as they come.
+//! one to two [`YOUNG`]s has its pipes read as they fill (a writer that
+//! filled the pipe before then waits until then, once). Their age is told
+//! by one clock for the whole run ([`Ages`]), not a timer a task: setting a
+//! timer earlier than the event loop's next one costs a wake-up of its own.
+//! `tag` mode reads from the start: its lines are shown as they come.
 //!
 //! After the ranks have ended a pipe is read until its end of file; a
 //! process that escaped the task's group and still holds the pipe open is
@@ -19,15 +21,18 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use std::cell::RefCell;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::sync::{mpsc, watch};
+
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::{Output, OutputMode};
 use crate::ir::TaskId;
 
-/// How long a task runs before its pipes are read as they fill.
-pub(super) const YOUNG: Duration = Duration::from_millis(10);
+/// How long a task runs, at least, before its pipes are read as they fill.
+const YOUNG: Duration = Duration::from_millis(10);
 /// How long a stream is still read after its task's processes have ended:
 /// until it has been quiet this long...
 const QUIET: Duration = Duration::from_millis(100);
@@ -37,6 +42,69 @@ const QUIET: Duration = Duration::from_millis(100);
 const LINGER: Duration = Duration::from_secs(1);
 /// How much of stderr is kept when only its tail is wanted.
 pub(super) const TAIL_BYTES: usize = 2048;
+
+/// The run's clock for young tasks: it ticks every [`YOUNG`] while some
+/// attempt listens, and sleeps otherwise.
+pub(super) struct Ages {
+    ticks: watch::Receiver<u64>,
+    seen: u8,
+}
+
+thread_local! {
+    /// The clock of this thread's event loop, started by its first
+    /// attempt; a new one when that loop has gone (its sender with it).
+    static CLOCK: RefCell<Option<(watch::Receiver<u64>, Arc<Notify>)>> =
+        const { RefCell::new(None) };
+}
+
+impl Ages {
+    /// Listens from now on; must be called inside the event loop.
+    pub(super) fn listen() -> Ages {
+        CLOCK.with(|clock| {
+            let mut clock = clock.borrow_mut();
+            if clock
+                .as_ref()
+                .is_none_or(|(ticks, _)| ticks.has_changed().is_err())
+            {
+                let (tx, ticks) = watch::channel(0u64);
+                let listener = Arc::new(Notify::new());
+                let woken = listener.clone();
+                tokio::spawn(async move {
+                    loop {
+                        // One receiver is the clock's own.
+                        if tx.receiver_count() <= 1 {
+                            woken.notified().await;
+                            continue;
+                        }
+                        tokio::time::sleep(YOUNG).await;
+                        tx.send_modify(|t| *t += 1);
+                    }
+                });
+                *clock = Some((ticks, listener));
+            }
+            let (ticks, listener) = clock.as_ref().expect("just made");
+            listener.notify_one();
+            let mut ticks = ticks.clone();
+            ticks.mark_unchanged();
+            Ages { ticks, seen: 0 }
+        })
+    }
+
+    /// Resolves once the listener has seen two ticks: it is at least one
+    /// [`YOUNG`] old. Resolves at once if the clock has stopped
+    /// (The listener is then dropped, so that a clock no one needs stops.)
+    pub(super) async fn grown_up(ages: &mut Option<Ages>) {
+        let Some(ages) = ages else {
+            return std::future::pending().await;
+        };
+        while ages.seen < 2 {
+            if ages.ticks.changed().await.is_err() {
+                return;
+            }
+            ages.seen += 1;
+        }
+    }
+}
 
 /// One attempt's pipes, in the order their ranks started.
 pub(super) struct Capture {

@@ -289,7 +289,8 @@ pub async fn run_attempt(
     let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + quarter, quarter);
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exceeded: Option<memory::Exceeded> = None;
-    let grown_up = tokio::time::Instant::now() + capture::YOUNG;
+    // Young pipes are read only once the task has grown up.
+    let mut ages = capture.waiting().then(capture::Ages::listen);
     while left > 0 {
         let kill_at = term_sent_at.map(|t| t + launch.grace);
         tokio::select! {
@@ -321,7 +322,8 @@ pub async fn run_attempt(
                     signal_group(pgid, Signal::SIGKILL);
                 }
             }
-            _ = tokio::time::sleep_until(grown_up), if capture.waiting() => {
+            _ = capture::Ages::grown_up(&mut ages), if ages.is_some() => {
+                ages = None;
                 if let Err(error) = capture.read_as_it_comes() {
                     // Not read, its writers would block for ever.
                     finished.error = Some(error);
