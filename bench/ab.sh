@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Two slurp binaries, before and after a change, on the launch and the
+# chain, interleaved round by round with their floors (this machine is
+# shared and noisy: only figures taken side by side compare). Medians, and
+# each binary's own CPU (its process alone, not its tasks).
+#
+#   bench/ab.sh BEFORE AFTER [ROUNDS]     (default 7)
+#
+# Launch: 10,000 x /bin/true as one sweep (with its journal, as users run
+# it) against bench/spawn_floor.c on every core. Chain: 2,000 /bin/true, each
+# after the previous, with and without the journal, against the shell loop.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+[ $# -ge 2 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
+before=$(realpath "$1")
+after=$(realpath "$2")
+rounds=${3:-7}
+scratch
+cc -O2 -pthread -o "$work/spawn_floor" bench/spawn_floor.c
+cd "$work"
+cores=$(nproc)
+echo "task t[i=1..10000]: /bin/true" > sweep.slurp
+{
+  echo "task t1: /bin/true"
+  for i in $(seq 2 2000); do echo "task t$i after=t$((i - 1)): /bin/true"; done
+} > chain.slurp
+# Its own CPU, in seconds: user + system of the process without its children.
+own_cpu() {
+  perf stat --no-inherit -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 / 1000 }'
+}
+declare -A t
+add() { t[$1]="${t[$1]:-} $2"; }
+for _ in $(seq "$rounds"); do
+  add floor "$(seconds ./spawn_floor 10000 "$cores" /bin/true)"
+  add loop "$(seconds sh -c 'for i in $(seq 2000); do /bin/true; done')"
+  for side in before after; do
+    bin=${!side}
+    add "launch-$side" "$(seconds "$bin" -q sweep.slurp)"; rm -rf .slurp
+    add "chain-$side" "$(seconds "$bin" -q chain.slurp)"; rm -rf .slurp
+    add "chainnj-$side" "$(seconds "$bin" -q --no-journal chain.slurp)"
+    if command -v perf >/dev/null; then
+      add "cpu-launch-$side" "$(own_cpu "$bin" -q --no-journal sweep.slurp)"
+      add "cpu-chain-$side" "$(own_cpu "$bin" -q --no-journal chain.slurp)"
+    fi
+  done
+done
+m() { printf '%s\n' ${t[$1]:-0} | median; }
+echo "A/B: $rounds interleaved rounds, medians (before: $1, after: $2)"
+printf '  posix_spawn floor, 10,000 x true   %6.2f s\n' "$(m floor)"
+printf '  shell loop, 2,000 x true           %6.2f s\n' "$(m loop)"
+for side in before after; do
+  printf '  %-6s launch %6.2f s (%sx the floor)  chain %6.2f s (%sx the loop)  --no-journal %6.2f s (%sx)\n' \
+    "$side" "$(m "launch-$side")" "$(ratio "$(m "launch-$side")" "$(m floor)")" \
+    "$(m "chain-$side")" "$(ratio "$(m "chain-$side")" "$(m loop)")" \
+    "$(m "chainnj-$side")" "$(ratio "$(m "chainnj-$side")" "$(m loop)")"
+  if command -v perf >/dev/null; then
+    printf '         its own CPU: launch %6.3f s, chain %6.3f s\n' "$(m "cpu-launch-$side")" "$(m "cpu-chain-$side")"
+  fi
+done
