@@ -43,6 +43,17 @@ pub enum Method {
     Ppo,
 }
 
+/// Which backfilling a search's cells replay.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backfilling {
+    /// Without and with EASY
+    Both,
+    /// Without backfilling only
+    None,
+    /// With EASY only
+    Easy,
+}
+
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// The site's traces (SWF, also .gz/.xz), or `gen:FAMILY:SEED`
@@ -92,6 +103,10 @@ pub struct TrainArgs {
     /// a cell it trails for a deeper win elsewhere (default: uncapped)
     #[arg(long, value_name = "G")]
     gain: Option<f64>,
+    /// evolve: train on the cells of one backfilling mode only (a model
+    /// for `fair:M.onnx+easy`, say), or both
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Backfilling::Both)]
+    backfill: Backfilling,
     /// evolve: keep training windows where FCFS reaches this average
     /// bounded slowdown (all windows when a trace has too few)
     #[arg(long, value_name = "X", default_value_t = 2.0)]
@@ -250,7 +265,15 @@ fn evolve(
         };
         stages.push((name, workload, windows));
     }
-    let arena = Arena::new(stages);
+    let kinds: Vec<_> = judge::KINDS
+        .into_iter()
+        .filter(|&(_, easy)| match args.backfill {
+            Backfilling::Both => true,
+            Backfilling::None => !easy,
+            Backfilling::Easy => easy,
+        })
+        .collect();
+    let arena = Arena::of_kinds(stages, &kinds);
     let (shape, start) = match &args.init {
         None => (Shape { hidden }, None),
         Some(path) => {
@@ -359,7 +382,7 @@ fn evolve(
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
         shape.hidden,
         args.seed,
         args.redraw.map_or(String::new(), |k| format!(
@@ -367,6 +390,11 @@ fn evolve(
         )),
         args.gain
             .map_or(String::new(), |g| format!(", gains capped at {g}")),
+        match args.backfill {
+            Backfilling::Both => "",
+            Backfilling::None => ", without backfilling only",
+            Backfilling::Easy => ", with EASY only",
+        },
         arena.windows(),
         args.traces
             .iter()

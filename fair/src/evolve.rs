@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cmaes::{CMAESOptions, DVector};
-use slurp_sim::{Metrics, Window, Workload};
+use slurp_sim::{Metrics, Model as SimModel, Window, Workload};
 
 use crate::export::{self, Dense};
 use crate::judge::{self, Cell, KINDS};
@@ -127,7 +127,7 @@ struct Stage {
     name: String,
     workload: Workload,
     windows: Vec<Window>,
-    /// Per cell of [`KINDS`]: each rival's figures per window.
+    /// Per cell of the arena's kinds: each rival's figures per window.
     rivals: Vec<Vec<(String, Vec<Metrics>)>>,
 }
 
@@ -135,17 +135,29 @@ struct Stage {
 #[derive(Debug)]
 pub struct Arena {
     stages: Vec<Stage>,
+    /// The simulation model × backfilling of each workload's cells.
+    kinds: Vec<(SimModel, bool)>,
 }
 
 impl Arena {
     /// Scores the rivals on every workload's windows (once: they do not
-    /// change during the search). Workloads without windows are left out.
+    /// change during the search), for every kind of [`KINDS`]. Workloads
+    /// without windows are left out.
     pub fn new(workloads: Vec<(String, Workload, Vec<Window>)>) -> Arena {
+        Arena::of_kinds(workloads, &KINDS)
+    }
+
+    /// The same, with only the cells of `kinds` (a search for one
+    /// backfilling mode).
+    pub fn of_kinds(
+        workloads: Vec<(String, Workload, Vec<Window>)>,
+        kinds: &[(SimModel, bool)],
+    ) -> Arena {
         let stages = workloads
             .into_iter()
             .filter(|(_, _, windows)| !windows.is_empty())
             .map(|(name, workload, windows)| {
-                let rivals = KINDS
+                let rivals = kinds
                     .iter()
                     .map(|&(model, backfill)| {
                         judge::rival_runs(&workload, &windows, model, backfill)
@@ -159,7 +171,10 @@ impl Arena {
                 }
             })
             .collect();
-        Arena { stages }
+        Arena {
+            stages,
+            kinds: kinds.to_vec(),
+        }
     }
 
     /// Windows over all workloads.
@@ -199,8 +214,8 @@ impl Arena {
             .collect()
     }
 
-    /// `net`'s cells (every workload × [`KINDS`]) on all the windows, its
-    /// replays in parallel.
+    /// `net`'s cells (every workload × the arena's kinds) on all the
+    /// windows, its replays in parallel.
     pub fn cells(&self, net: &Arc<Model>, label: &str) -> Result<Vec<Cell>, String> {
         self.cells_on(net, label, &self.all())
     }
@@ -215,20 +230,20 @@ impl Arena {
     ) -> Result<Vec<Cell>, String> {
         let mut plays = Vec::new();
         for (s, picked) in picks.iter().enumerate() {
-            for k in 0..KINDS.len() {
+            for k in 0..self.kinds.len() {
                 plays.extend(picked.iter().map(|&w| (s, k, w)));
             }
         }
         let runs = crate::rollout::in_parallel(plays.len(), |i| {
             let (s, k, w) = plays[i];
             let stage = &self.stages[s];
-            let (model, backfill) = KINDS[k];
+            let (model, backfill) = self.kinds[k];
             judge::replay(net, &stage.workload, stage.windows[w], model, backfill)
         });
         let mut runs = runs.into_iter();
         let mut cells = Vec::new();
         for (stage, picked) in self.stages.iter().zip(picks) {
-            for (k, &(model, backfill)) in KINDS.iter().enumerate() {
+            for (k, &(model, backfill)) in self.kinds.iter().enumerate() {
                 let metrics: Vec<Metrics> =
                     runs.by_ref().take(picked.len()).collect::<Result<_, _>>()?;
                 let rivals = stage.rivals[k]

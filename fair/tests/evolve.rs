@@ -75,6 +75,40 @@ fn the_arena_scores_a_network_as_the_judge_does() {
     }
 }
 
+/// A search for one backfilling mode (`--backfill easy`) scores only that
+/// mode's cells, each exactly the cell the whole arena gives.
+#[test]
+fn an_arena_of_some_kinds_scores_only_their_cells_as_the_whole_one_does() {
+    let small = workload(Family::Small, 4, 3000);
+    let ws = windows(&small, 3);
+    let whole = Arena::new(vec![("small".into(), small.clone(), ws.clone())]);
+    let easy: Vec<_> = judge::KINDS.into_iter().filter(|&(_, easy)| easy).collect();
+    let some = Arena::of_kinds(vec![("small".into(), small, ws)], &easy);
+    let shape = Shape { hidden: vec![] };
+    let net = Arc::new(evolve::model(&shape, &by_feature(5, 1.0), &[]).unwrap());
+    let all = whole.cells(&net, "net").unwrap();
+    let got = some.cells(&net, "net").unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|c| c.backfill));
+    for g in &got {
+        let w = all
+            .iter()
+            .find(|c| c.model == g.model && c.backfill == g.backfill)
+            .unwrap();
+        assert_eq!(
+            g.learned.worst_user_bounded_slowdown,
+            w.learned.worst_user_bounded_slowdown
+        );
+        let rivals = |c: &judge::Cell| {
+            c.rivals
+                .iter()
+                .map(|r| (r.policy.clone(), r.worst_user_bounded_slowdown))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rivals(g), rivals(w));
+    }
+}
+
 #[test]
 fn the_loss_is_the_log_ratio_with_trailing_and_a_dear_average_charged() {
     let small = workload(Family::Small, 4, 3000);
