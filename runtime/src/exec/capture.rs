@@ -18,13 +18,12 @@
 //! given [`QUIET`] of silence, at most [`LINGER`] in all, and then the task
 //! ends without it.
 
+use std::cell::RefCell;
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::cell::RefCell;
-use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -90,9 +89,10 @@ impl Ages {
         })
     }
 
-    /// Resolves once the listener has seen two ticks: it is at least one
-    /// [`YOUNG`] old. Resolves at once if the clock has stopped
-    /// (The listener is then dropped, so that a clock no one needs stops.)
+    /// Resolves once the listener has seen two ticks (it is then at least
+    /// one [`YOUNG`] old), or at once if the clock has stopped; never for
+    /// `None`. The caller then drops the listener, so that a clock no one
+    /// needs goes to sleep.
     pub(super) async fn grown_up(ages: &mut Option<Ages>) {
         let Some(ages) = ages else {
             return std::future::pending().await;
@@ -153,13 +153,12 @@ impl Capture {
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )
         .map_err(|e| format!("cannot read a pipe: {e}"))?;
-        self.pipes.push(Pipe {
-            stderr,
-            state: State::Waiting(fd),
-        });
-        if self.mode == OutputMode::Tag {
-            self.read_as_it_comes()?;
-        }
+        let state = if self.mode == OutputMode::Tag {
+            State::Reading(self.reader(fd, stderr, Linger::new(self.ended.clone()))?)
+        } else {
+            State::Waiting(fd)
+        };
+        self.pipes.push(Pipe { stderr, state });
         Ok(())
     }
 
@@ -204,26 +203,29 @@ impl Capture {
     pub(super) async fn finish(mut self) -> (Vec<u8>, Vec<u8>) {
         let _ = self.ended_tx.send(true);
         let whole = self.mode == OutputMode::Group;
+        // Young pipes first, drained as they are; one that something outside
+        // the ranks still holds is read on, all of them together, within one
+        // linger (as pipes read from the start linger together).
+        let mut parts = Vec::with_capacity(self.pipes.len());
+        for pipe in std::mem::take(&mut self.pipes) {
+            parts.push(match pipe.state {
+                State::Reading(reader) => (pipe.stderr, Vec::new(), Some(reader)),
+                State::Waiting(fd) => match drain(&fd, whole) {
+                    (kept, true) => {
+                        let more = self.reader(fd, pipe.stderr, Linger::after_end()).ok();
+                        (pipe.stderr, kept, more)
+                    }
+                    (kept, false) => (pipe.stderr, kept, None),
+                },
+            });
+        }
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
-        for pipe in std::mem::take(&mut self.pipes) {
-            let kept = match pipe.state {
-                State::Reading(reader) => reader.await.unwrap_or_default(),
-                State::Waiting(fd) => {
-                    let (mut kept, open) = drain(&fd, whole);
-                    if open {
-                        // Something outside the ranks still holds it: read
-                        // on, as long as the linger allows.
-                        let more = match self.reader(fd, pipe.stderr, Linger::after_end()) {
-                            Ok(reader) => reader.await.unwrap_or_default(),
-                            Err(_) => Vec::new(),
-                        };
-                        keep(&mut kept, &more, whole);
-                    }
-                    kept
-                }
-            };
-            if pipe.stderr {
+        for (is_err, mut kept, reader) in parts {
+            if let Some(reader) = reader {
+                keep(&mut kept, &reader.await.unwrap_or_default(), whole);
+            }
+            if is_err {
                 stderr.extend(kept);
             } else {
                 stdout.extend(kept);

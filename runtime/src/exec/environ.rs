@@ -13,13 +13,14 @@ use std::sync::OnceLock;
 use super::Launch;
 
 /// `KEY=VALUE`, and where its `=` is.
-struct Entry {
+pub(super) struct Entry {
     text: CString,
     key: usize,
 }
 
 impl Entry {
-    fn new(key: &[u8], value: &[u8]) -> Result<Entry, String> {
+    /// Refused, by name, when either holds a NUL byte.
+    pub(super) fn new(key: &[u8], value: &[u8]) -> Result<Entry, String> {
         let mut text = Vec::with_capacity(key.len() + 1 + value.len());
         text.extend_from_slice(key);
         text.push(b'=');
@@ -39,12 +40,10 @@ impl Entry {
     fn key(&self) -> &[u8] {
         &self.text.as_bytes()[..self.key]
     }
-}
 
-/// The name in `KEY=VALUE`.
-fn rank_key(entry: &CString) -> &[u8] {
-    let bytes = entry.as_bytes();
-    &bytes[..bytes.iter().position(|&b| b == b'=').unwrap_or(bytes.len())]
+    fn value(&self) -> &[u8] {
+        &self.text.as_bytes()[self.key + 1..]
+    }
 }
 
 fn inherited() -> &'static [Entry] {
@@ -100,41 +99,34 @@ impl Environ {
         Ok(())
     }
 
-    /// A rank's whole environment, its own variables `rank` (`KEY=VALUE`
-    /// each) last.
-    pub(super) fn for_rank<'a>(&'a self, rank: &'a [CString]) -> Vec<&'a CStr> {
-        let replaced = |key: &[u8]| {
-            self.set.iter().any(|e| e.key() == key) || rank.iter().any(|e| rank_key(e) == key)
-        };
-        let inherited = inherited()
-            .iter()
-            .filter(|e| !self.hidden.contains(&e.key()) && !replaced(e.key()))
-            .map(|e| e.text.as_c_str());
-        let set = self
-            .set
-            .iter()
-            .filter(|e| !rank.iter().any(|r| rank_key(r) == e.key()))
-            .map(|e| e.text.as_c_str());
-        inherited
-            .chain(set)
-            .chain(rank.iter().map(CString::as_c_str))
-            .collect()
+    /// A rank's whole environment, its own variables `rank` last.
+    pub(super) fn for_rank<'a>(&'a self, rank: &'a [Entry]) -> Vec<&'a CStr> {
+        self.entries(rank).map(|e| e.text.as_c_str()).collect()
     }
 
     /// The task's environment as text (a jobspec's), without any rank's.
     pub(super) fn pairs(&self) -> Vec<(String, String)> {
-        self.for_rank(&[])
-            .into_iter()
+        self.entries(&[])
             .map(|e| {
-                let bytes = e.to_bytes();
-                let (k, v) =
-                    bytes.split_at(bytes.iter().position(|&b| b == b'=').unwrap_or(bytes.len()));
                 (
-                    String::from_utf8_lossy(k).into_owned(),
-                    String::from_utf8_lossy(v.get(1..).unwrap_or_default()).into_owned(),
+                    String::from_utf8_lossy(e.key()).into_owned(),
+                    String::from_utf8_lossy(e.value()).into_owned(),
                 )
             })
             .collect()
+    }
+
+    /// Inherited (less what is hidden or set again), then the task's, then
+    /// the rank's.
+    fn entries<'a>(&'a self, rank: &'a [Entry]) -> impl Iterator<Item = &'a Entry> {
+        let in_rank = |key: &[u8]| rank.iter().any(|r| r.key() == key);
+        let inherited = inherited().iter().filter(move |e| {
+            !self.hidden.contains(&e.key())
+                && !self.set.iter().any(|s| s.key() == e.key())
+                && !in_rank(e.key())
+        });
+        let set = self.set.iter().filter(move |e| !in_rank(e.key()));
+        inherited.chain(set).chain(rank)
     }
 }
 
@@ -180,8 +172,8 @@ mod tests {
     fn later_settings_replace_earlier_and_a_rank_has_the_last_word() {
         let env = Environ::for_task(&launch()).unwrap();
         let rank = [
-            CString::new("SLURP_TASK_RANK=1").unwrap(),
-            CString::new("A=rank").unwrap(),
+            Entry::new(b"SLURP_TASK_RANK", b"1").unwrap(),
+            Entry::new(b"A", b"rank").unwrap(),
         ];
         let all = text(&env.for_rank(&rank));
         let named = |k: &str| {

@@ -568,7 +568,7 @@ fn spawn_ranks(
         }
         let rank_env = rank_env
             .iter()
-            .map(|(k, v)| cstring(format!("{k}={v}"), "an environment variable"))
+            .map(|(k, v)| environ::Entry::new(k.as_bytes(), v.as_bytes()))
             .collect::<Result<Vec<_>, _>>()?;
         let envp = env.for_rank(&rank_env);
         let streams = streams(launch.mode, &files)?;

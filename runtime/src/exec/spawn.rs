@@ -222,8 +222,10 @@ pub fn spawn(spec: &Spec<'_>) -> Result<Spawned, String> {
             if PIDFD_AT_CLONE.load(Ordering::Relaxed) {
                 pid = clone(libc::CLONE_PIDFD, &mut pidfd);
                 if pid < 0 && *libc::__errno_location() == libc::EINVAL {
-                    // A kernel before 5.2: pidfds come from pidfd_open, or
-                    // not at all.
+                    // Refused here: from now on pidfds come from
+                    // pidfd_open, or not at all. (A kernel before 5.2
+                    // ignores the flag and leaves `pidfd` at -1: `wait`
+                    // opens one then.)
                     PIDFD_AT_CLONE.store(false, Ordering::Relaxed);
                 }
             }
