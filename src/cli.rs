@@ -1558,8 +1558,10 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             let source = loaded.sources.get(template.source.file);
             let own = match slurp_fair::spec::Spec::parse(policy) {
                 Some(Ok(mut spec)) => {
-                    if let (Some(model), Some(dir)) = (&spec.model, source.path.parent()) {
-                        spec.model = Some(dir.join(model));
+                    if let (slurp_fair::spec::Source::File(model), Some(dir)) =
+                        (&spec.model, source.path.parent())
+                    {
+                        spec.model = slurp_fair::spec::Source::File(dir.join(model));
                     }
                     learned_policy(&spec, args)
                 }

@@ -112,9 +112,10 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL", default_value = "reference", value_parser = ["reference", "slurp"])]
     sim: String,
     /// What a teacher's episodes are observed with: `v1` (scaled by the
-    /// trace's maxima) or `v2` (site-independent ratios); a network sees
+    /// trace's maxima), `v2` (site-independent ratios) or `v3` (v2 over
+    /// wider slots, waiting jobs in each user's standing); a network sees
     /// what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2"])]
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -240,10 +241,10 @@ impl JudgeArgs {
 
 pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::judge::{self, Cell};
-    let builtin = matches!(args.model.as_str(), "fair" | "fair-v2");
+    let source = slurp_fair::spec::Source::of(&args.model);
+    let builtin = matches!(source, slurp_fair::spec::Source::BuiltIn(_));
     let spec = slurp_fair::spec::Spec {
-        model: (!builtin).then(|| PathBuf::from(&args.model)),
-        v2: args.model == "fair-v2",
+        model: source,
         backfill: false,
     };
     let net = match spec.load() {
@@ -500,10 +501,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         } else {
             slurp_sim::Model::Reference
         },
-        sight: if args.observation == "v2" {
-            Sight::V2
-        } else {
-            Sight::V1
+        sight: match args.observation.as_str() {
+            "v2" => Sight::V2,
+            "v3" => Sight::V3,
+            _ => Sight::V1,
         },
         mixed: args.mixed_backfill,
     };
@@ -520,7 +521,9 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 => serde_json::to_string_pretty(&serde_json::json!({ "observation": "v2" })),
+        Sight::V2 | Sight::V3 => {
+            serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
+        }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
     }
     .map_err(std::io::Error::other)?;
@@ -537,7 +540,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (_, Sight::V2) => "",
+            (_, Sight::V2 | Sight::V3) => "",
             (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }

@@ -406,7 +406,7 @@ fn evolve(
     );
     let bytes = slurp_fair::export::actor(
         &shape.layers(&found.params),
-        "v2",
+        evolve::SIGHT.name(),
         &[("slurp.trained", how)],
     );
     std::fs::write(&args.output, bytes)?;

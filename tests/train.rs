@@ -148,7 +148,7 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         run.stderr
     );
     assert!(
-        run.stdout.contains("site.onnx (observation v2)"),
+        run.stdout.contains("site.onnx (observation v3)"),
         "{}",
         run.stdout
     );
@@ -160,7 +160,7 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         "a header and two generations:\n{curve}"
     );
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
-    assert_eq!(model.sight, slurp_fair::Sight::V2);
+    assert_eq!(model.sight, slurp_fair::Sight::V3);
     assert_eq!(model.evaluator(), "direct");
     // It is a policy like any other.
     let policy = format!("fair:{}", test.path().join("site.onnx").display());

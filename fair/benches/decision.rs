@@ -1,7 +1,8 @@
 //! One decision of the learned policy: build the observation, run the
 //! network (the trainer's MLP, evaluated directly), pick the slot — with 128
 //! jobs queued (every slot real) and with 5,000 (the slots chosen from a
-//! deep queue), for a v1 and a v2 (site-independent) model; and the network
+//! deep queue), for a v1, a v2 (site-independent) and fair-v3 (v2 over wider
+//! slots); and the network
 //! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
@@ -79,7 +80,7 @@ fn decisions(c: &mut Criterion) {
     )
     .expect("the v2 actor loads");
     // fair-v2 as shipped (9→4→1): the observation is most of a decision.
-    let shipped = slurp_fair::shipped_v2().expect("fair-v2 loads");
+    let shipped = slurp_fair::built_in("fair-v2").expect("fair-v2 loads");
     {
         let mut queue: Vec<u32> = (5000 - 128..5000).collect();
         let mut follow = slurp_fair::observe_v2::Follow::default();
@@ -88,6 +89,21 @@ fn decisions(c: &mut Criterion) {
                 let d = decision(&jobs, &mut queue, &started, &starts);
                 let obs = follow.observe(&d);
                 let logits = shipped.logits(&obs).expect("runs");
+                std::hint::black_box(choose(&logits, None))
+            })
+        });
+    }
+    // fair-v3: v2's features over the wider slots, which a deep queue
+    // makes dearer (four orders, each user's earliest jobs).
+    let v3 = slurp_fair::built_in("fair-v3").expect("fair-v3 loads");
+    for queued in [128usize, 5000] {
+        let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
+        let mut follow = slurp_fair::observe_v2::Follow::wide();
+        group.bench_function(format!("{queued} queued, fair-v3"), |b| {
+            b.iter(|| {
+                let d = decision(&jobs, &mut queue, &started, &starts);
+                let obs = follow.observe(&d);
+                let logits = v3.logits(&obs).expect("runs");
                 std::hint::black_box(choose(&logits, None))
             })
         });

@@ -28,8 +28,10 @@ use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time, float_key};
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
-use crate::observe::{Normalisers, Observation, SLOTS, Users, interleave, observe_slots};
-use crate::observe_v2::{self, Shown, Standing};
+use crate::observe::{
+    Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
+};
+use crate::observe_v2::{self, Shown, Standing, Waiting, in_turn};
 use crate::rollout::{Step, choose, draws};
 use crate::{Model, ModelError, Sight};
 
@@ -74,6 +76,10 @@ pub struct Learned {
     waiting: BTreeSet<(u64, u32)>,
     shortest: BTreeSet<Ranked>,
     narrowest: BTreeSet<Ranked>,
+    /// Each user's queued jobs by submission (v3's fair-share turns), and
+    /// their slowdowns so far (v3's standing).
+    by_user: fnv::FnvHashMap<i64, BTreeSet<(u64, u32)>>,
+    pending: Waiting,
     /// The first evaluation that failed; the first queued job stood in.
     pub failure: Option<ModelError>,
 }
@@ -198,6 +204,8 @@ impl Learned {
             waiting: BTreeSet::new(),
             shortest: BTreeSet::new(),
             narrowest: BTreeSet::new(),
+            by_user: fnv::FnvHashMap::default(),
+            pending: Waiting::default(),
             failure: None,
         }
     }
@@ -215,6 +223,7 @@ impl Learned {
             slots,
             self.machine.procs(),
             &self.standing,
+            (self.who.sight() == Sight::V3).then_some(&self.pending),
             Time(d.now * 1000),
         )
     }
@@ -261,8 +270,23 @@ impl Chooser for Learned {
         // The slots from the sorted views kept since the tasks were queued:
         // reading and selecting from a queue of thousands at every decision
         // was most of a run's time.
+        let wide = self.who.sight() == Sight::V3;
         let slots = if self.waiting.len() <= SLOTS {
             self.waiting.iter().map(|&(_, j)| j).collect()
+        } else if wide {
+            let turns = in_turn(
+                &self.standing,
+                now,
+                self.by_user
+                    .iter()
+                    .map(|(&user, jobs)| (user, jobs.iter().copied())),
+            );
+            interleave_all(&mut [
+                &mut turns.into_iter(),
+                &mut self.waiting.iter().map(|&(_, j)| j),
+                &mut self.shortest.iter().map(|&(_, _, j)| j),
+                &mut self.narrowest.iter().map(|&(_, _, j)| j),
+            ])
         } else {
             interleave(
                 self.shortest.iter().map(|&(_, _, j)| j),
@@ -286,12 +310,16 @@ impl Chooser for Learned {
         };
         debug_assert_eq!(
             slots,
-            crate::observe::slots(&decision),
+            if wide {
+                observe_v2::wide_slots(&decision, &self.standing, now)
+            } else {
+                crate::observe::slots(&decision)
+            },
             "slots from the kept views"
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 => self.observe_v2(&decision, slots),
+            Sight::V2 | Sight::V3 => self.observe_v2(&decision, slots),
         };
         let chosen = match &self.who {
             Who::Network(model) => model
@@ -368,6 +396,8 @@ impl Chooser for Learned {
             self.waiting.insert(by_submit);
             self.shortest.insert(by_estimate);
             self.narrowest.insert(by_procs);
+            self.by_user.entry(job.user).or_default().insert(by_submit);
+            self.pending.queued(job.user, job.submit, job.estimate);
         }
     }
 
@@ -377,6 +407,13 @@ impl Chooser for Learned {
             self.waiting.remove(&by_submit);
             self.shortest.remove(&by_estimate);
             self.narrowest.remove(&by_procs);
+            self.pending.left(job.user, job.submit, job.estimate);
+            if let Some(jobs) = self.by_user.get_mut(&job.user) {
+                jobs.remove(&by_submit);
+                if jobs.is_empty() {
+                    self.by_user.remove(&job.user);
+                }
+            }
         }
     }
 }

@@ -337,9 +337,14 @@ pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
     Some(out)
 }
 
+/// The observation a search's networks see and its models are written
+/// for: v3, v2's features over the wider slots (the same nine features, so
+/// a v2 model is a starting point for it).
+pub const SIGHT: Sight = Sight::V3;
+
 /// A network of `shape` with `params` as the model it would ship as.
 pub fn model(shape: &Shape, params: &[f64], notes: &[(&str, String)]) -> Result<Model, String> {
-    let bytes = export::actor(&shape.layers(params), Sight::V2.name(), notes);
+    let bytes = export::actor(&shape.layers(params), SIGHT.name(), notes);
     Model::from_bytes(Path::new("evolved.onnx"), &bytes, None, None).map_err(|e| e.to_string())
 }
 

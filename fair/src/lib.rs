@@ -4,7 +4,8 @@
 //! - [`observe`]: decisions → 128 slots × 9 features and a mask
 //!   (RL-SPEC.md's fairness env, scaled by one trace: v1);
 //! - [`observe_v2`]: the same slots seen through site-independent ratios
-//!   (v2);
+//!   (v2), or those ratios over slots that also show a long queue's oldest
+//!   job and each user's earliest (v3);
 //! - [`model`]: the network as ONNX, run in-process with tract, its
 //!   normalisers beside it;
 //! - [`mlp`]: the trainer's per-slot MLP evaluated directly when a model
@@ -34,31 +35,33 @@ pub mod spec;
 pub use model::{Model, ModelError, Sight};
 pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 
-/// The model slurp ships, `stdlib/policies/fair-v1.onnx` and its
-/// normalisers (its card, `MODEL_CARD.md`, is beside it), built into the
-/// binary so `--policy fair` needs no file.
-pub fn shipped() -> Result<Model, String> {
-    const ONNX: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
-    const NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
+/// A model built into the binary by name (`spec::BUILT_IN`), each from
+/// `stdlib/policies/` with its card (`MODEL_CARD.md`) beside it:
+///
+/// - `fair`: fair-v1, the model slurp ships as `--policy fair`, and its
+///   normalisers (RICC's maxima);
+/// - `fair-v2`: the site-independent observation, evolved on generated
+///   workloads and RICC's first months;
+/// - `fair-v3`: v2's features over the wider slots (`observe_v2::wide_slots`),
+///   evolved on the same workloads.
+///
+/// Neither fair-v2 nor fair-v3 is the model behind `fair`: neither passes
+/// that check everywhere (MODEL_CARD.md).
+pub fn built_in(name: &str) -> Result<Model, String> {
+    const V1: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
+    const V1_NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
+    const V2: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
+    const V3: &[u8] = include_bytes!("../../stdlib/policies/fair-v3.onnx");
+    let (bytes, normalisers, file) = match name {
+        "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
+        "fair-v2" => (V2, None, "fair-v2.onnx"),
+        "fair-v3" => (V3, None, "fair-v3.onnx"),
+        _ => return Err(format!("no built-in model `{name}`")),
+    };
     Model::from_bytes(
-        std::path::Path::new("fair-v1.onnx (built in)"),
-        ONNX,
-        Some(NORMALISERS),
-        None,
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// `fair-v2`, `stdlib/policies/fair-v2.onnx`: the site-independent
-/// observation, evolved on generated workloads and RICC's first months
-/// (MODEL_CARD.md). Built in as `--policy fair-v2`; not yet the model
-/// behind `fair`, as it does not pass that check everywhere.
-pub fn shipped_v2() -> Result<Model, String> {
-    const ONNX: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
-    Model::from_bytes(
-        std::path::Path::new("fair-v2.onnx (built in)"),
-        ONNX,
-        None,
+        std::path::Path::new(&format!("{file} (built in)")),
+        bytes,
+        normalisers,
         None,
     )
     .map_err(|e| e.to_string())

@@ -6,8 +6,8 @@
 //! with two `f32` inputs, observations `[1, 128, 9]` and the mask `[1, 128]`,
 //! and one output, the masked logits `[1, 128]` (a padded slot's logit is
 //! pushed down by 1e6, so it never wins). Which observation it was trained
-//! on travels with it: the ONNX metadata `slurp.observation` (`v2`, the
-//! site-independent one, `observe_v2.rs`) or, for v1 models (`observe.rs`),
+//! on travels with it: the ONNX metadata `slurp.observation` (`v2` or `v3`,
+//! the site-independent ones, `observe_v2.rs`) or, for v1 models (`observe.rs`),
 //! the trace's normalisers in `MODEL.onnx.json`; that file may also say
 //! `{"observation": "v2"}`.
 
@@ -43,6 +43,10 @@ pub enum Sight {
     V1,
     /// Site-independent ratios (`observe_v2.rs`).
     V2,
+    /// v2's ratios over a wider choice of slots when the queue is long
+    /// (`observe_v2::wide_slots`: the oldest jobs and each user's earliest
+    /// are shown too), each user's standing counting its waiting jobs.
+    V3,
 }
 
 impl Sight {
@@ -50,6 +54,7 @@ impl Sight {
         match self {
             Sight::V1 => "v1",
             Sight::V2 => "v2",
+            Sight::V3 => "v3",
         }
     }
 }
@@ -158,6 +163,7 @@ impl Model {
         });
         let (sight, normalisers) = match said.as_deref() {
             Some("v2") => (Sight::V2, Normalisers::NONE),
+            Some("v3") => (Sight::V3, Normalisers::NONE),
             Some("v1") | None => {
                 let normalisers = match beside {
                     Some(v) => serde_json::from_value(v).map_err(|e| bad(e.to_string()))?,
@@ -169,7 +175,7 @@ impl Model {
                 return Err(ModelError::Shape {
                     path: path.to_owned(),
                     reason: format!(
-                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2)"
+                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2, v3)"
                     ),
                 });
             }

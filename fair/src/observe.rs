@@ -174,24 +174,26 @@ impl Scale {
 /// The slots: every waiting job in submit order when they fit, else the
 /// two sorted views interleaved.
 pub fn slots(d: &Decision<'_>) -> Vec<u32> {
-    // The first SLOTS of the queue in an order: a selection, then a sort
-    // of those only (queues run to thousands of jobs).
-    let by = |key: fn(&slurp_sim::SimJob) -> (u64, u64)| {
-        let mut q: Vec<u32> = d.queue.clone();
-        let rank = |&j: &u32| (key(&d.jobs[j as usize]), j);
-        if q.len() > SLOTS {
-            q.select_nth_unstable_by_key(SLOTS, rank);
-            q.truncate(SLOTS);
-        }
-        q.sort_unstable_by_key(rank);
-        q
-    };
     if d.queue.len() <= SLOTS {
-        return by(|j| (j.submit, 0));
+        return first_by(d, |j| (j.submit, 0));
     }
-    let shortest = by(|j| (j.estimate, j.submit));
-    let narrowest = by(|j| (j.procs as u64, j.submit));
+    let shortest = first_by(d, |j| (j.estimate, j.submit));
+    let narrowest = first_by(d, |j| (j.procs as u64, j.submit));
     interleave(shortest, narrowest)
+}
+
+/// The first SLOTS of `d`'s queue by `key` (then position in the window),
+/// in that order: a selection, then a sort of those only (queues run to
+/// thousands of jobs).
+pub fn first_by(d: &Decision<'_>, key: fn(&slurp_sim::SimJob) -> (u64, u64)) -> Vec<u32> {
+    let mut q: Vec<u32> = d.queue.clone();
+    let rank = |&j: &u32| (key(&d.jobs[j as usize]), j);
+    if q.len() > SLOTS {
+        q.select_nth_unstable_by_key(SLOTS, rank);
+        q.truncate(SLOTS);
+    }
+    q.sort_unstable_by_key(rank);
+    q
 }
 
 /// The first SLOTS jobs of two orders of a queue longer than SLOTS, taken
@@ -200,24 +202,26 @@ pub fn interleave(
     shortest: impl IntoIterator<Item = u32>,
     narrowest: impl IntoIterator<Item = u32>,
 ) -> Vec<u32> {
-    let mut shown = fnv::FnvHashSet::with_capacity_and_hasher(SLOTS, Default::default());
-    let mut out = Vec::with_capacity(SLOTS);
     let mut a = shortest.into_iter();
     let mut b = narrowest.into_iter();
-    let mut next = |list: &mut dyn Iterator<Item = u32>, out: &mut Vec<u32>| {
-        loop {
-            let j = list.next()?;
-            if shown.insert(j) {
-                out.push(j);
-                return Some(());
+    interleave_all(&mut [&mut a, &mut b])
+}
+
+/// The first SLOTS jobs of several orders of a queue, taken in turn from
+/// each (one from the first, one from the second, …), a job shown once.
+pub fn interleave_all(orders: &mut [&mut dyn Iterator<Item = u32>]) -> Vec<u32> {
+    let mut shown = fnv::FnvHashSet::with_capacity_and_hasher(SLOTS, Default::default());
+    let mut out = Vec::with_capacity(SLOTS);
+    let mut spent = vec![false; orders.len()];
+    while out.len() < SLOTS && spent.iter().any(|s| !s) {
+        for (order, spent) in orders.iter_mut().zip(&mut spent) {
+            if out.len() == SLOTS {
+                break;
             }
-        }
-    };
-    while out.len() < SLOTS {
-        let took_a = next(&mut a, &mut out).is_some();
-        let took_b = out.len() < SLOTS && next(&mut b, &mut out).is_some();
-        if !took_a && !took_b {
-            break;
+            match order.find(|&j| shown.insert(j)) {
+                Some(j) => out.push(j),
+                None => *spent = true,
+            }
         }
     }
     out

@@ -1,9 +1,8 @@
-//! The site-independent observation (`v2`): what a learned policy trained
-//! for any machine sees. The same 128 slots as v1 (`observe.rs` chooses
-//! them) and 9 features a slot, but every feature is a ratio — to the
-//! instance's cores, to the other shown jobs, to the other users — so no
-//! trace's maxima, ids or units reach the network, and a workload on twice
-//! the cores with jobs twice as wide is seen exactly as the original.
+//! The site-independent observations (`v2`, `v3`): what a learned policy
+//! trained for any machine sees. Nine features a slot, every one a ratio —
+//! to the instance's cores, to the other shown jobs, to the other users —
+//! so no trace's maxima, ids or units reach the network, and a workload on
+//! twice the cores with jobs twice as wide is seen exactly as the original.
 //!
 //! For a shown job of `n` cores, estimate `r` and wait so far `w` (seconds)
 //! on an instance of `C` cores, its user `u`:
@@ -16,10 +15,13 @@
 //!    its estimate;
 //! 4. `(log10(1 + w) − W) / 3` clipped to ±1, `W` the mean of
 //!    `log10(1 + w)` over the shown jobs;
-//! 5. `m_u / max_v m_v` (0 when `u` has started nothing or every mean is
-//!    0), `m_u` the mean over `u`'s started jobs of their bounded slowdown
+//! 5. `m_u / max_v m_v` (0 when `u` has no job counted or every mean is 0).
+//!    v2: `m_u` the mean over `u`'s started jobs of their bounded slowdown
 //!    at start (wait then, estimate as run time: what is known when a job
-//!    starts, in a replay as in a real run);
+//!    starts, in a replay as in a real run). v3: the mean over its started
+//!    jobs and its waiting ones at their slowdown so far, `(w + r) /
+//!    max(r, 10)` ([`Waiting`]), the max over every user with a job started
+//!    or waiting — a user whose jobs all still wait is not seen as served;
 //! 6. `u`'s fair-share factor now, `2^(−U/S)` (`fairshare`'s: U its share
 //!    of all users' core-seconds, each decayed with a 7-day half-life, S =
 //!    1/N for the N users seen; 1 for a user who used nothing);
@@ -27,16 +29,19 @@
 //! 8. the share of the shown jobs that are `u`'s;
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
+//! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
+//! else the shortest and the narrowest in turn); v3 a wider choice when
+//! more wait ([`wide_slots`]: the oldest and each user's earliest too).
 //! Padding rows are v1's (`observe::PADDING`), mask 0.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use fnv::FnvHashMap;
-use slurp_runtime::core::{FairShare, HALF_LIFE, Time};
+use slurp_runtime::core::{FairShare, HALF_LIFE, Time, float_key};
 use slurp_sim::reference::Decision;
 
-use crate::observe::{FEATURES, Observation, SLOTS, slots};
+use crate::observe::{FEATURES, Observation, SLOTS, first_by, interleave_all, slots};
 
 /// One shown job, as the observation needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,6 +139,72 @@ impl Standing {
     }
 }
 
+/// v3's account of the jobs still waiting: per user, how many and the sum
+/// of their slowdowns so far, `(w + r) / max(r, 10)` with `w = now − submit`
+/// — kept as `now·Σ 1/max(r, 10) + Σ (r − submit)/max(r, 10)`, so that a
+/// queue is told of arrivals and departures and read at any time in O(1) a
+/// user.
+#[derive(Debug, Default, Clone)]
+pub struct Waiting {
+    users: FnvHashMap<i64, Sums>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Sums {
+    count: u32,
+    per_second: f64,
+    base: f64,
+}
+
+impl Waiting {
+    /// The waiting account of `jobs`.
+    pub fn of<'a>(jobs: impl Iterator<Item = &'a slurp_sim::SimJob>) -> Waiting {
+        let mut waiting = Waiting::default();
+        for j in jobs {
+            waiting.queued(j.user, j.submit, j.estimate);
+        }
+        waiting
+    }
+
+    fn terms(submit: u64, estimate: u64) -> (f64, f64) {
+        let d = estimate.max(10) as f64;
+        (1.0 / d, (estimate as f64 - submit as f64) / d)
+    }
+
+    /// A job of `user` submitted at `submit` (seconds) with `estimate`
+    /// began to wait.
+    pub fn queued(&mut self, user: i64, submit: u64, estimate: u64) {
+        let (a, b) = Waiting::terms(submit, estimate);
+        let s = self.users.entry(user).or_default();
+        s.count += 1;
+        s.per_second += a;
+        s.base += b;
+    }
+
+    /// The same job stopped waiting (started, or left the queue).
+    pub fn left(&mut self, user: i64, submit: u64, estimate: u64) {
+        let (a, b) = Waiting::terms(submit, estimate);
+        if let Some(s) = self.users.get_mut(&user) {
+            s.count = s.count.saturating_sub(1);
+            if s.count == 0 {
+                // Exactly nothing: no rounding left behind.
+                self.users.remove(&user);
+            } else {
+                s.per_second -= a;
+                s.base -= b;
+            }
+        }
+    }
+
+    /// `user`'s waiting jobs at `now` (seconds): the sum of their slowdowns
+    /// so far, and how many.
+    fn at(&self, user: i64, now: u64) -> (f64, u32) {
+        self.users
+            .get(&user)
+            .map_or((0.0, 0), |s| (now as f64 * s.per_second + s.base, s.count))
+    }
+}
+
 impl Shown {
     /// `job` at `now`, `fits` or not.
     pub fn of(job: &slurp_sim::SimJob, now: u64, fits: bool) -> Shown {
@@ -155,9 +226,19 @@ pub struct Follow {
     standing: Standing,
     told: usize,
     ends: BinaryHeap<Reverse<(u64, u32)>>,
+    /// v3's slots ([`wide_slots`]) rather than v1's.
+    wide: bool,
 }
 
 impl Follow {
+    /// For a v3 model: v2's features over [`wide_slots`].
+    pub fn wide() -> Follow {
+        Follow {
+            wide: true,
+            ..Follow::default()
+        }
+    }
+
     /// The v2 observation of decision `d`.
     pub fn observe(&mut self, d: &Decision<'_>) -> Observation {
         for &j in &d.started[self.told..] {
@@ -183,7 +264,15 @@ impl Follow {
             self.standing
                 .ended(job.user, job.procs.into(), start, Time(end * 1000));
         }
-        let jobs = slots(d);
+        let now = Time(d.now * 1000);
+        let (jobs, waiting) = if self.wide {
+            (
+                wide_slots(d, &self.standing, now),
+                Some(Waiting::of(d.queue.iter().map(|&j| &d.jobs[j as usize]))),
+            )
+        } else {
+            (slots(d), None)
+        };
         let shown: Vec<Shown> = jobs
             .iter()
             .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
@@ -193,9 +282,83 @@ impl Follow {
             jobs,
             d.machine.procs(),
             &self.standing,
-            Time(d.now * 1000),
+            waiting.as_ref(),
+            now,
         )
     }
+}
+
+/// v3's slots: v1's when at most SLOTS jobs wait (all of them, in submit
+/// order); else the first of four orders of the queue taken in turn — the
+/// users' jobs in fair-share turns ([`in_turn`]), the oldest, the shortest
+/// estimate, the fewest cores — so that the job every rival heuristic
+/// would start next is among those shown however long the queue. (v1's
+/// two orders, shortest and narrowest, hid a busy queue's oldest jobs and
+/// its least-served users from the network.)
+pub fn wide_slots(d: &Decision<'_>, standing: &Standing, now: Time) -> Vec<u32> {
+    if d.queue.len() <= SLOTS {
+        return slots(d);
+    }
+    let mut by_user: FnvHashMap<i64, Vec<(u64, u32)>> = FnvHashMap::default();
+    for &j in d.queue.iter() {
+        let job = &d.jobs[j as usize];
+        by_user.entry(job.user).or_default().push((job.submit, j));
+    }
+    for jobs in by_user.values_mut() {
+        jobs.sort_unstable();
+    }
+    let turns = in_turn(
+        standing,
+        now,
+        by_user
+            .iter()
+            .map(|(&user, jobs)| (user, jobs.iter().copied())),
+    );
+    let mut orders = [
+        turns,
+        first_by(d, |j| (j.submit, 0)),
+        first_by(d, |j| (j.estimate, j.submit)),
+        first_by(d, |j| (j.procs as u64, j.submit)),
+    ]
+    .map(Vec::into_iter);
+    let [a, b, c, e] = &mut orders;
+    interleave_all(&mut [a, b, c, e])
+}
+
+/// The first SLOTS of the queued jobs in fair-share turns: each user's
+/// earliest job, the users ordered as `fairshare` orders them (least
+/// decayed usage first, then earliest queued job), then each one's second,
+/// and so on. `users` gives each user's queued jobs as (submit, job),
+/// earliest first.
+pub fn in_turn<I>(standing: &Standing, now: Time, users: impl Iterator<Item = (i64, I)>) -> Vec<u32>
+where
+    I: Iterator<Item = (u64, u32)>,
+{
+    let usage = standing.shares.at(now);
+    let mut queues: Vec<_> = users
+        .filter_map(|(user, jobs)| {
+            let mut jobs = jobs.peekable();
+            let first = *jobs.peek()?;
+            Some(((float_key(usage.usage(account(user))), first), jobs))
+        })
+        .collect();
+    queues.sort_unstable_by_key(|(key, _)| *key);
+    let mut out = Vec::with_capacity(SLOTS);
+    while out.len() < SLOTS {
+        let before = out.len();
+        for (_, jobs) in &mut queues {
+            if out.len() == SLOTS {
+                break;
+            }
+            if let Some((_, j)) = jobs.next() {
+                out.push(j);
+            }
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    out
 }
 
 fn clip(x: f64, lo: f64, hi: f64) -> f32 {
@@ -203,12 +366,14 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
 }
 
 /// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
-/// each) on an instance of `cores` cores, `now`.
+/// each) on an instance of `cores` cores, `now`: v2's, or v3's feature 5
+/// when the jobs still `waiting` are given.
 pub fn observe(
     shown: &[Shown],
     jobs: Vec<u32>,
     cores: u64,
     standing: &Standing,
+    waiting: Option<&Waiting>,
     now: Time,
 ) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
@@ -234,16 +399,36 @@ pub fn observe(
         |user: i64| users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user);
     let (log_r, log_w) = (sum_r / k, sum_w / k);
     let c = cores.max(1) as f64;
-    let largest = standing.largest;
+    // v3: each user's mean over its started jobs and its waiting ones at
+    // their slowdown so far, against the largest such mean of any user.
+    let secs = now.0 / 1000;
+    let projected = |user: i64, waiting: &Waiting| -> Option<f64> {
+        let u = standing.user(user);
+        let (sum, count) = waiting.at(user, secs);
+        let n = u.jobs + count;
+        (n > 0).then(|| (u.sum + sum) / f64::from(n))
+    };
+    let largest = match waiting {
+        None => standing.largest,
+        Some(w) => standing
+            .users
+            .keys()
+            .chain(w.users.keys())
+            .filter_map(|&user| projected(user, w))
+            .fold(0.0, f64::max),
+    };
     let shares = standing.shares.at(now);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
         let u = standing.user(s.user);
-        let relative = if u.jobs > 0 && largest > 0.0 {
-            (u.mean / largest) as f32
-        } else {
-            0.0
+        let mean = match waiting {
+            None => (u.jobs > 0).then_some(u.mean),
+            Some(w) => projected(s.user, w),
+        };
+        let relative = match mean {
+            Some(m) if largest > 0.0 => (m / largest) as f32,
+            _ => 0.0,
         };
         let factor = shares.factor(account(s.user)) as f32;
         features.extend_from_slice(&[
@@ -294,7 +479,7 @@ mod tests {
                 fits: true,
             },
         ];
-        let obs = observe(&shown, vec![5, 7], 16, &standing, t(100));
+        let obs = observe(&shown, vec![5, 7], 16, &standing, None, t(100));
         // At 100 s user 1 used 400 core-seconds, user 2 30 (a 7-day
         // half-life decays them by 1e-4): F = 2^(−2 × 400/430); user 3
         // used nothing, F = 1.

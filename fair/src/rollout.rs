@@ -44,6 +44,7 @@ impl Eyes {
         match sight {
             Sight::V1 => Eyes::V1(*norm, Users::default()),
             Sight::V2 => Eyes::V2(Follow::default()),
+            Sight::V3 => Eyes::V2(Follow::wide()),
         }
     }
 

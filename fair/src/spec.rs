@@ -1,20 +1,39 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships, fair-v1), `fair-v2` (built in too), `fair:MODEL.onnx`, any with
-//! `+easy` to backfill around the task it chose while that waits.
+//! ships, fair-v1), `fair-v2` and `fair-v3` (built in too, [`BUILT_IN`]),
+//! `fair:MODEL.onnx`, any with `+easy` to backfill around the task it
+//! chose while that waits.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::Model;
 
+/// The names of the models built into the binary.
+pub const BUILT_IN: [&str; 3] = ["fair", "fair-v2", "fair-v3"];
+
 /// A `fair…` policy name, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
-    /// The model file; `None` for a built-in one.
-    pub model: Option<PathBuf>,
-    /// The built-in `fair-v2` rather than `fair` (fair-v1).
-    pub v2: bool,
+    pub model: Source,
     pub backfill: bool,
+}
+
+/// Where a learned policy's model comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// One of [`BUILT_IN`].
+    BuiltIn(&'static str),
+    File(PathBuf),
+}
+
+impl Source {
+    /// A built-in model's name, else a file.
+    pub fn of(name: &str) -> Source {
+        match BUILT_IN.iter().find(|&&b| b == name) {
+            Some(b) => Source::BuiltIn(b),
+            None => Source::File(PathBuf::from(name)),
+        }
+    }
 }
 
 impl Spec {
@@ -24,10 +43,9 @@ impl Spec {
             Some(body) => (body, true),
             None => (name, false),
         };
-        if body == "fair" || body == "fair-v2" {
+        if let Source::BuiltIn(b) = Source::of(body) {
             return Some(Ok(Spec {
-                model: None,
-                v2: body == "fair-v2",
+                model: Source::BuiltIn(b),
                 backfill,
             }));
         }
@@ -38,8 +56,7 @@ impl Spec {
             ))
         } else {
             Ok(Spec {
-                model: Some(PathBuf::from(path)),
-                v2: false,
+                model: Source::File(PathBuf::from(path)),
                 backfill,
             })
         })
@@ -48,15 +65,12 @@ impl Spec {
     /// Loads the model it names.
     pub fn load(&self) -> Result<Arc<Model>, String> {
         match &self.model {
-            Some(path) => Model::load(path, None)
+            Source::File(path) => Model::load(path, None)
                 .map(Arc::new)
                 .map_err(|e| e.to_string()),
-            None if self.v2 => crate::shipped_v2()
+            Source::BuiltIn(name) => crate::built_in(name)
                 .map(Arc::new)
-                .map_err(|e| format!("the built-in `fair-v2` model: {e}")),
-            None => crate::shipped()
-                .map(Arc::new)
-                .map_err(|e| format!("the shipped `fair` model: {e}")),
+                .map_err(|e| format!("the built-in `{name}` model: {e}")),
         }
     }
 }
@@ -73,27 +87,42 @@ mod tests {
         assert_eq!(
             spec("fair"),
             Some(Spec {
-                model: None,
-                v2: false,
+                model: Source::BuiltIn("fair"),
                 backfill: false
             })
         );
         assert_eq!(
             spec("fair-v2+easy"),
             Some(Spec {
-                model: None,
-                v2: true,
+                model: Source::BuiltIn("fair-v2"),
                 backfill: true
             })
         );
         assert_eq!(
+            spec("fair-v3"),
+            Some(Spec {
+                model: Source::BuiltIn("fair-v3"),
+                backfill: false
+            })
+        );
+        assert_eq!(spec("fair-v4"), None, "not a name slurp knows");
+        assert_eq!(
             spec("fair:m.onnx+easy"),
             Some(Spec {
-                model: Some("m.onnx".into()),
-                v2: false,
+                model: Source::File("m.onnx".into()),
                 backfill: true
             })
         );
+        // Every built-in name loads, and says which observation it sees.
+        for name in BUILT_IN {
+            let model = Spec::parse(name).unwrap().unwrap().load().unwrap();
+            let sight = match name {
+                "fair" => crate::Sight::V1,
+                "fair-v2" => crate::Sight::V2,
+                _ => crate::Sight::V3,
+            };
+            assert_eq!(model.sight, sight, "{name}");
+        }
         assert!(Spec::parse("fair:").unwrap().is_err());
     }
 }

@@ -431,12 +431,12 @@ fn in_slurps_model_the_model_chooses_the_cores_head_and_every_schedule_is_valid(
 /// direct evaluator.
 #[test]
 fn the_shipped_model_is_built_in_with_its_normalisers() {
-    let model = slurp_fair::shipped().expect("the built-in model loads");
+    let model = slurp_fair::built_in("fair").expect("the built-in model loads");
     assert_eq!(model.evaluator(), "direct");
     assert_eq!(model.normalisers.max_procs, 8192.0);
     assert_eq!(model.normalisers.max_user, 176.0);
     // fair-v2 is built in too: the v2 observation, no normalisers.
-    let v2 = slurp_fair::shipped_v2().expect("fair-v2 loads");
+    let v2 = slurp_fair::built_in("fair-v2").expect("fair-v2 loads");
     assert_eq!(v2.sight, slurp_fair::Sight::V2);
     assert_eq!(v2.evaluator(), "direct");
 }

@@ -1,5 +1,5 @@
-//! The site-independent observation (v2): equal to an independent NumPy
-//! computation of its definition, blind to the machine's size, and named
+//! The site-independent observations (v2, v3's standing): equal to an
+//! independent NumPy computation of their definition, blind to the machine's size, and named
 //! by the model file itself.
 
 use std::io::Write;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use slurp_fair::observe_v2::{Shown, Standing, observe};
+use slurp_fair::observe_v2::{Shown, Standing, Waiting, observe};
 use slurp_fair::{Model, Sight};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::{Machine, Window, Workload};
@@ -31,8 +31,10 @@ fn numpy() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Every other case is v3's: the jobs still waiting (some queued and then
+/// gone) count in each user's standing.
 #[test]
-fn v2_features_equal_numpys_on_random_queues() {
+fn v2_and_v3_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -40,7 +42,7 @@ fn v2_features_equal_numpys_on_random_queues() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut cases = Vec::new();
     let mut ours = Vec::new();
-    for case in 0..40 {
+    for case in 0..60 {
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -77,15 +79,34 @@ fn v2_features_equal_numpys_on_random_queues() {
                 fits: rng.random(),
             })
             .collect();
+        // v3: jobs waiting at `now`, users' own and others' (users no job
+        // of which started, too); a third of those queued leave again.
+        let v3 = case % 2 == 1;
+        let mut waiting = Waiting::default();
+        let mut still = Vec::new();
+        for _ in 0..rng.random_range(0..80) {
+            let (user, submit, est) = (
+                rng.random_range(0..users + 3),
+                rng.random_range(0..=now),
+                rng.random_range(1..200_000u64),
+            );
+            waiting.queued(user, submit, est);
+            if rng.random::<f64>() < 0.3 {
+                waiting.left(user, submit, est);
+            } else {
+                still.push(serde_json::json!([user, submit, est]));
+            }
+        }
         let obs = observe(
             &shown,
             (0..len as u32).collect(),
             cores,
             &standing,
+            v3.then_some(&waiting),
             slurp_runtime::core::Time(now * 1000),
         );
         ours.push(obs.features);
-        cases.push(serde_json::json!({
+        let mut case = serde_json::json!({
             "cores": cores,
             "now": now,
             "started": started,
@@ -94,7 +115,11 @@ fn v2_features_equal_numpys_on_random_queues() {
                 .iter()
                 .map(|s| serde_json::json!([s.cores, s.estimate, s.wait, s.user, s.fits]))
                 .collect::<Vec<_>>(),
-        }));
+        });
+        if v3 {
+            case["waiting"] = serde_json::json!(still);
+        }
+        cases.push(case);
     }
     let mut child = Command::new("python3")
         .arg(data("observe_v2.py"))
@@ -175,7 +200,7 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     }
     // A v1 model is not blind to the size: with RICC's normalisers the
     // processors feature doubles (a check that the test can tell).
-    let v1 = Arc::new(slurp_fair::shipped().unwrap());
+    let v1 = Arc::new(slurp_fair::built_in("fair").unwrap());
     assert_eq!(v1.sight, Sight::V1);
     let (one, two) = (scaled(Family::Small, 400, 1), scaled(Family::Small, 400, 2));
     let a = slurp_fair::chooser::replay(v1.clone(), &one, window, false, None).unwrap();

@@ -1,7 +1,8 @@
-"""The v2 observation computed independently with NumPy, from its definition
-in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
+"""The v2 and v3 observations computed independently with NumPy, from their
+definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
+and for v3 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
 times in seconds, and writes, for each, the 128 x 9 features as one flat list (JSON).
 """
 
@@ -43,6 +44,10 @@ def features(case):
         if total <= 0:
             return 1.0
         return 2.0 ** (-(usage.get(user, 0.0) / total) * seen)
+    if "waiting" in case:
+        # v3: each user's waiting jobs count at their slowdown so far.
+        for user, submit, est in case["waiting"]:
+            means.setdefault(user, []).append((now - submit + est) / max(est, 10))
     mean = {u: float(np.mean(v)) for u, v in means.items()}
     largest = max(mean.values(), default=0.0)
     shown = np.array(case["shown"], dtype=np.float64).reshape(-1, 5)

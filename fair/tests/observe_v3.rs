@@ -1,0 +1,187 @@
+//! The v3 observation: v2's features over slots that show, however long
+//! the queue, the job each rival heuristic would start next — the oldest,
+//! and every user's earliest in fair-share turns — where v1's and v2's
+//! slots (shortest and narrowest only) hid them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use slurp_fair::observe::{SLOTS, slots};
+use slurp_fair::observe_v2::{Standing, in_turn, wide_slots};
+use slurp_fair::{Model, Sight};
+use slurp_runtime::core::Time;
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::reference::Decision;
+use slurp_sim::{Machine, SimJob, Window, Workload};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn job(submit: u64, estimate: u64, procs: u32, user: i64) -> SimJob {
+    SimJob {
+        id: 0,
+        submit,
+        run: estimate,
+        estimate,
+        procs,
+        user,
+        group: -1,
+        exe: -1,
+        mem: -1,
+    }
+}
+
+fn ms(s: u64) -> Time {
+    Time(s * 1000)
+}
+
+/// A busy queue of 300: job 0, the oldest, is wide and long (user 2);
+/// jobs 1–249 are user 1's, short and narrow; 250–299 belong to users 3–7,
+/// each as long and wide as job 0 but submitted later.
+fn busy_queue() -> Vec<SimJob> {
+    let mut jobs = vec![job(0, 86_400, 64, 2)];
+    jobs.extend((1..250).map(|i| job(100 + i, 60, 1, 1)));
+    jobs.extend((250..300).map(|i| job(1_000 + i, 86_400, 64, 3 + (i as i64 % 5))));
+    jobs
+}
+
+#[test]
+fn a_long_queue_shows_the_oldest_job_and_each_users_earliest() {
+    let jobs = busy_queue();
+    let mut queue: Vec<u32> = (0..300).rev().collect();
+    // Users 1 and 3 have used the machine; 2, 4–7 nothing (they tie, and
+    // the earliest queued job goes first).
+    let mut standing = Standing::default();
+    standing.started(1, 0, 600, 32, ms(0));
+    standing.started(3, 0, 600, 8, ms(0));
+    let d = Decision {
+        now: 5_000,
+        jobs: &jobs,
+        machine: Machine {
+            nodes: 128,
+            procs_per_node: 1,
+        },
+        free_nodes: 0,
+        queue: &mut queue,
+        started: &[],
+        starts: &[],
+    };
+    let earliest = |user: i64| {
+        (0..300u32)
+            .find(|&j| jobs[j as usize].user == user)
+            .unwrap()
+    };
+    // v1's and v2's slots: the shortest and the narrowest — user 1's — so
+    // the oldest job and users 2–7 are never seen.
+    let narrow = slots(&d);
+    assert_eq!(narrow.len(), SLOTS);
+    assert!(
+        narrow.iter().all(|&j| jobs[j as usize].user == 1),
+        "{narrow:?}"
+    );
+    let wide = wide_slots(&d, &standing, ms(5_000));
+    assert_eq!(wide.len(), SLOTS);
+    let mut unique = wide.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), SLOTS, "a job is shown once");
+    for user in 1..=7 {
+        assert!(wide.contains(&earliest(user)), "user {user}'s earliest job");
+    }
+    // Taken in turn: fair share's first (user 2's job 0: no usage, the
+    // earliest), the oldest (job 0 again, so the next oldest), the
+    // shortest, the narrowest (user 1's first two, by submission).
+    assert_eq!(&wide[..4], &[0, 1, 2, 3]);
+    // Fair share's order: the users who used nothing by their earliest job
+    // (2, then 4–7 by their first submission, 3 and 1 last by usage: 1 used
+    // more).
+    let turns = in_turn(
+        &standing,
+        ms(5_000),
+        (1..=7i64).map(|user| {
+            let mine: Vec<(u64, u32)> = (0..300u32)
+                .filter(|&j| jobs[j as usize].user == user)
+                .map(|j| (jobs[j as usize].submit, j))
+                .collect();
+            (user, mine.into_iter())
+        }),
+    );
+    let firsts: Vec<i64> = turns[..7].iter().map(|&j| jobs[j as usize].user).collect();
+    let mut idle = [2, 4, 5, 6, 7];
+    idle.sort_by_key(|&u| jobs[earliest(u) as usize].submit);
+    assert_eq!(firsts[..5], idle[..]);
+    assert_eq!(firsts[5..], [3, 1]);
+    // Then each user's second job, in the same turn order (user 2 has
+    // none).
+    assert_eq!(jobs[turns[7] as usize].user, idle[1]);
+    assert_eq!(turns.len(), SLOTS);
+    // A short queue is shown whole in submit order, as before.
+    let mut short: Vec<u32> = (0..100).rev().collect();
+    let d = Decision {
+        queue: &mut short,
+        ..d
+    };
+    assert_eq!(wide_slots(&d, &standing, ms(5_000)), slots(&d));
+}
+
+/// actor-v2.onnx's network written as a v3 model.
+fn v3_model(dir: &std::path::Path) -> Arc<Model> {
+    let v2 = Model::load(&data("actor-v2.onnx"), None).unwrap();
+    let layers = v2.layers().expect("a per-slot MLP");
+    let path = dir.join("actor-v3.onnx");
+    std::fs::write(&path, slurp_fair::export::actor(&layers, "v3", &[])).unwrap();
+    let v3 = Model::load(&path, None).unwrap();
+    assert_eq!(v3.sight, Sight::V3);
+    Arc::new(v3)
+}
+
+/// A saturated workload's first `jobs`, every job `k` times as wide on a
+/// machine with `k` times the processors (one a node, so that the
+/// reference model's whole nodes scale too).
+fn scaled(jobs: usize, k: u32) -> Workload {
+    let mut trace = generate(&Family::Saturated.spec(jobs), 4);
+    let base = Machine::of(&trace).unwrap();
+    for j in &mut trace.jobs {
+        j.procs *= k as i64;
+        j.req_procs *= k as i64;
+    }
+    Workload::new(
+        &trace,
+        Machine {
+            nodes: u32::try_from(base.procs()).unwrap() * k,
+            procs_per_node: 1,
+        },
+    )
+}
+
+#[test]
+fn a_v3_model_sees_long_queues_whole_and_is_blind_to_the_machines_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = v3_model(dir.path());
+    let v2 = Arc::new(Model::load(&data("actor-v2.onnx"), None).unwrap());
+    let window = Window {
+        start: 0,
+        len: 1024,
+    };
+    let (one, two) = (scaled(1024, 1), scaled(1024, 2));
+    for backfill in [false, true] {
+        // slurp's model (in a debug build the chooser checks, at every
+        // decision, that the views it keeps give `wide_slots`' slots).
+        let a = slurp_fair::chooser::replay(v3.clone(), &one, window, backfill, None).unwrap();
+        let b = slurp_fair::chooser::replay(v3.clone(), &two, window, backfill, None).unwrap();
+        assert_eq!(a.order, b.order, "slurp's model, backfill {backfill}");
+        assert_eq!(a.starts, b.starts);
+        // Without backfilling the queue grows past the slots (with EASY
+        // it stays shorter here), and there the two sights differ.
+        let old = slurp_fair::chooser::replay(v2.clone(), &one, window, backfill, None).unwrap();
+        assert!(backfill || a.order != old.order, "v3 chose as v2 did");
+        let a = slurp_fair::rollout::replay(&v3, &one, window, backfill, None).unwrap();
+        let b = slurp_fair::rollout::replay(&v3, &two, window, backfill, None).unwrap();
+        assert_eq!(a.order, b.order, "reference model, backfill {backfill}");
+        let old = slurp_fair::rollout::replay(&v2, &one, window, backfill, None).unwrap();
+        assert!(backfill || a.order != old.order, "reference model");
+    }
+}
