@@ -304,7 +304,12 @@ pub fn wide_slots(d: &Decision<'_>, standing: &Standing, now: Time) -> Vec<u32> 
         let job = &d.jobs[j as usize];
         by_user.entry(job.user).or_default().push((job.submit, j));
     }
+    // Fair-share turns take at most SLOTS of any user's jobs: its earliest.
     for jobs in by_user.values_mut() {
+        if jobs.len() > SLOTS {
+            jobs.select_nth_unstable(SLOTS);
+            jobs.truncate(SLOTS);
+        }
         jobs.sort_unstable();
     }
     let turns = in_turn(
