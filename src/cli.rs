@@ -87,9 +87,12 @@ struct RunArgs {
     /// with `+easy` or `+conservative`; or a learned policy choosing the next task,
     /// `fair` (fair-v1, the model slurp ships, stdlib/policies/MODEL_CARD.md:
     /// trained on one site, it is less fair elsewhere than `fairshare+easy`),
-    /// `fair-v2` (built in: site-independent, the fairest choice for users'
-    /// fairness on every held-out multi-user workload in slurp's model but
-    /// one, where `fairshare+easy` is) or `fair:MODEL.onnx` (`+easy` to
+    /// `fair-v2` (built in: site-independent, fairer than every heuristic
+    /// on every held-out multi-user workload in slurp's model but one),
+    /// `fair-v3` (built in: v2 that also sees a long queue's oldest and
+    /// least-served tasks; fairer than every heuristic on all of them, but
+    /// each decision reckons over every line, so slow for plain lists of
+    /// thousands of lines) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

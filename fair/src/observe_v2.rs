@@ -158,8 +158,10 @@ struct Sums {
 
 impl Waiting {
     /// The waiting account of `jobs`.
-    pub fn of<'a>(jobs: impl Iterator<Item = &'a slurp_sim::SimJob>) -> Waiting {
-        let mut waiting = Waiting::default();
+    pub fn of<'a>(jobs: impl ExactSizeIterator<Item = &'a slurp_sim::SimJob>) -> Waiting {
+        let mut waiting = Waiting {
+            users: FnvHashMap::with_capacity_and_hasher(jobs.len().min(1024), Default::default()),
+        };
         for j in jobs {
             waiting.queued(j.user, j.submit, j.estimate);
         }
@@ -415,11 +417,18 @@ pub fn observe(
     };
     let largest = match waiting {
         None => standing.largest,
-        Some(w) => standing
+        // Users with jobs waiting, then the others (one lookup each).
+        Some(w) => w
             .users
             .keys()
-            .chain(w.users.keys())
             .filter_map(|&user| projected(user, w))
+            .chain(
+                standing
+                    .users
+                    .iter()
+                    .filter(|(user, u)| u.jobs > 0 && !w.users.contains_key(user))
+                    .map(|(_, u)| u.mean),
+            )
             .fold(0.0, f64::max),
     };
     let shares = standing.shares.at(now);
