@@ -3,7 +3,6 @@
 //! by the model file itself.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -11,14 +10,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use slurp_fair::observe_v2::{Shown, Standing, Waiting, observe};
 use slurp_fair::{Model, Sight};
-use slurp_sim::generate::{Family, generate};
-use slurp_sim::{Machine, Window, Workload};
+use slurp_sim::Window;
+use slurp_sim::generate::Family;
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+mod common;
+use common::{data, scaled};
 
 /// Whether `python3` with NumPy is here; the test that needs it says why it
 /// is skipped when not.
@@ -150,24 +146,6 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
     }
 }
 
-/// `trace`'s jobs on `machine`, every job `k` times as wide on a machine
-/// with `k` times the nodes.
-fn scaled(family: Family, jobs: usize, k: u32) -> Workload {
-    let mut trace = generate(&family.spec(jobs), 9);
-    let base = Machine::of(&trace).unwrap();
-    for j in &mut trace.jobs {
-        j.procs *= k as i64;
-        j.req_procs *= k as i64;
-    }
-    Workload::new(
-        &trace,
-        Machine {
-            nodes: base.nodes * k,
-            procs_per_node: base.procs_per_node,
-        },
-    )
-}
-
 #[test]
 fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     let model = Arc::new(Model::load(&data("actor-v2.onnx"), None).unwrap());
@@ -176,7 +154,10 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     // slurp's model is core-granular: any machine; the reference model
     // takes whole nodes, so its nodes hold one processor here.
     for (family, reference) in [(Family::Small, true), (Family::Mid, false)] {
-        let (one, two) = (scaled(family, 400, 1), scaled(family, 400, 2));
+        let (one, two) = (
+            scaled(family, 400, 9, 1, false),
+            scaled(family, 400, 9, 2, false),
+        );
         assert_eq!(two.machine.procs(), 2 * one.machine.procs());
         for backfill in [false, true] {
             let a =
@@ -202,7 +183,10 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     // processors feature doubles (a check that the test can tell).
     let v1 = Arc::new(slurp_fair::built_in("fair").unwrap());
     assert_eq!(v1.sight, Sight::V1);
-    let (one, two) = (scaled(Family::Small, 400, 1), scaled(Family::Small, 400, 2));
+    let (one, two) = (
+        scaled(Family::Small, 400, 9, 1, false),
+        scaled(Family::Small, 400, 9, 2, false),
+    );
     let a = slurp_fair::chooser::replay(v1.clone(), &one, window, false, None).unwrap();
     let b = slurp_fair::chooser::replay(v1, &two, window, false, None).unwrap();
     assert_ne!(a.order, b.order, "v1 sees the machine's size");

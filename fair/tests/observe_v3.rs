@@ -3,22 +3,18 @@
 //! and every user's earliest in fair-share turns — where v1's and v2's
 //! slots (shortest and narrowest only) hid them.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use slurp_fair::observe::{SLOTS, slots};
 use slurp_fair::observe_v2::{Standing, in_turn, wide_slots};
 use slurp_fair::{Model, Sight};
 use slurp_runtime::core::Time;
-use slurp_sim::generate::{Family, generate};
+use slurp_sim::generate::Family;
 use slurp_sim::reference::Decision;
-use slurp_sim::{Machine, SimJob, Window, Workload};
+use slurp_sim::{Machine, SimJob, Window};
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+mod common;
+use common::{data, scaled};
 
 fn job(submit: u64, estimate: u64, procs: u32, user: i64) -> SimJob {
     SimJob {
@@ -138,25 +134,6 @@ fn v3_model(dir: &std::path::Path) -> Arc<Model> {
     Arc::new(v3)
 }
 
-/// A saturated workload's first `jobs`, every job `k` times as wide on a
-/// machine with `k` times the processors (one a node, so that the
-/// reference model's whole nodes scale too).
-fn scaled(jobs: usize, k: u32) -> Workload {
-    let mut trace = generate(&Family::Saturated.spec(jobs), 4);
-    let base = Machine::of(&trace).unwrap();
-    for j in &mut trace.jobs {
-        j.procs *= k as i64;
-        j.req_procs *= k as i64;
-    }
-    Workload::new(
-        &trace,
-        Machine {
-            nodes: u32::try_from(base.procs()).unwrap() * k,
-            procs_per_node: 1,
-        },
-    )
-}
-
 #[test]
 fn a_v3_model_sees_long_queues_whole_and_is_blind_to_the_machines_size() {
     let dir = tempfile::tempdir().unwrap();
@@ -166,7 +143,10 @@ fn a_v3_model_sees_long_queues_whole_and_is_blind_to_the_machines_size() {
         start: 0,
         len: 1024,
     };
-    let (one, two) = (scaled(1024, 1), scaled(1024, 2));
+    let (one, two) = (
+        scaled(Family::Saturated, 1024, 4, 1, true),
+        scaled(Family::Saturated, 1024, 4, 2, true),
+    );
     for backfill in [false, true] {
         // slurp's model (in a debug build the chooser checks, at every
         // decision, that the views it keeps give `wide_slots`' slots).

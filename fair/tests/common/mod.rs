@@ -1,0 +1,38 @@
+//! What the observation tests share.
+
+use std::path::PathBuf;
+
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::{Machine, Workload};
+
+/// The first `jobs` of `family`'s trace drawn with `seed`, every job `k`
+/// times as wide on a machine `k` times as large: `k` times the nodes, or,
+/// with `one_per_node`, `k` times the processors one to a node (so that the
+/// reference model's whole nodes scale too).
+pub fn scaled(family: Family, jobs: usize, seed: u64, k: u32, one_per_node: bool) -> Workload {
+    let mut trace = generate(&family.spec(jobs), seed);
+    let base = Machine::of(&trace).unwrap();
+    for j in &mut trace.jobs {
+        j.procs *= k as i64;
+        j.req_procs *= k as i64;
+    }
+    let machine = if one_per_node {
+        Machine {
+            nodes: u32::try_from(base.procs()).unwrap() * k,
+            procs_per_node: 1,
+        }
+    } else {
+        Machine {
+            nodes: base.nodes * k,
+            procs_per_node: base.procs_per_node,
+        }
+    };
+    Workload::new(&trace, machine)
+}
+
+/// A file of `fair/tests/data/`.
+pub fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
