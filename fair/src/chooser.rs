@@ -76,8 +76,10 @@ pub struct Learned {
     waiting: BTreeSet<(u64, u32)>,
     shortest: BTreeSet<Ranked>,
     narrowest: BTreeSet<Ranked>,
-    /// Each user's queued jobs by submission (v3's fair-share turns), and
-    /// their slowdowns so far (v3's standing).
+    /// v3 only (`wide`): each user's queued jobs by submission (the
+    /// fair-share turns), and their slowdowns so far (the standing); kept
+    /// empty for v1 and v2, whose decisions read neither.
+    wide: bool,
     by_user: fnv::FnvHashMap<i64, BTreeSet<(u64, u32)>>,
     pending: Waiting,
     /// The first evaluation that failed; the first queued job stood in.
@@ -187,6 +189,7 @@ impl Learned {
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
         Learned {
+            wide: who.sight() == Sight::V3,
             who,
             norm,
             standing: Standing::default(),
@@ -223,7 +226,7 @@ impl Learned {
             slots,
             self.machine.procs(),
             &self.standing,
-            (self.who.sight() == Sight::V3).then_some(&self.pending),
+            self.wide.then_some(&self.pending),
             Time(d.now * 1000),
         )
     }
@@ -270,7 +273,7 @@ impl Chooser for Learned {
         // The slots from the sorted views kept since the tasks were queued:
         // reading and selecting from a queue of thousands at every decision
         // was most of a run's time.
-        let wide = self.who.sight() == Sight::V3;
+        let wide = self.wide;
         let slots = if self.waiting.len() <= SLOTS {
             self.waiting.iter().map(|&(_, j)| j).collect()
         } else if wide {
@@ -396,8 +399,10 @@ impl Chooser for Learned {
             self.waiting.insert(by_submit);
             self.shortest.insert(by_estimate);
             self.narrowest.insert(by_procs);
-            self.by_user.entry(job.user).or_default().insert(by_submit);
-            self.pending.queued(job.user, job.submit, job.estimate);
+            if self.wide {
+                self.by_user.entry(job.user).or_default().insert(by_submit);
+                self.pending.queued(job.user, job.submit, job.estimate);
+            }
         }
     }
 
@@ -407,6 +412,9 @@ impl Chooser for Learned {
             self.waiting.remove(&by_submit);
             self.shortest.remove(&by_estimate);
             self.narrowest.remove(&by_procs);
+            if !self.wide {
+                return;
+            }
             self.pending.left(job.user, job.submit, job.estimate);
             if let Some(jobs) = self.by_user.get_mut(&job.user) {
                 jobs.remove(&by_submit);
