@@ -90,9 +90,8 @@ struct RunArgs {
     /// `fair-v2` (built in: site-independent, fairer than every heuristic
     /// on every held-out multi-user workload in slurp's model but one),
     /// `fair-v3` (built in: v2 that also sees a long queue's oldest and
-    /// least-served tasks; fairer than every heuristic on all of them, but
-    /// each decision reckons over every line, so slow for plain lists of
-    /// thousands of lines) or `fair:MODEL.onnx` (`+easy` to
+    /// least-served tasks; fairer than every heuristic on all of them)
+    /// or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

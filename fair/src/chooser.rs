@@ -28,10 +28,11 @@ use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time, float_key};
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
+use crate::kept::{Largest, Turns};
 use crate::observe::{
     Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
 };
-use crate::observe_v2::{self, Shown, Standing, Waiting, in_turn};
+use crate::observe_v2::{self, Projection, Shown, Standing, Waiting};
 use crate::rollout::{Step, choose, draws};
 use crate::{Model, ModelError, Sight};
 
@@ -76,12 +77,18 @@ pub struct Learned {
     waiting: BTreeSet<(u64, u32)>,
     shortest: BTreeSet<Ranked>,
     narrowest: BTreeSet<Ranked>,
-    /// v3 only (`wide`): each user's queued jobs by submission (the
-    /// fair-share turns), and their slowdowns so far (the standing); kept
-    /// empty for v1 and v2, whose decisions read neither.
+    /// v3 only (`wide`): each user's queued jobs by submission, the users
+    /// in fair-share turns, the waiting jobs' slowdowns so far and the
+    /// largest projected mean (`kept.rs`); kept empty for v1 and v2, whose
+    /// decisions read none of them.
     wide: bool,
     by_user: fnv::FnvHashMap<i64, BTreeSet<(u64, u32)>>,
+    turns: Turns,
     pending: Waiting,
+    largest: Largest,
+    /// The last time the core told (a rank's reckoning needs one; `left`
+    /// comes without).
+    clock: Time,
     /// The first evaluation that failed; the first queued job stood in.
     pub failure: Option<ModelError>,
 }
@@ -208,27 +215,56 @@ impl Learned {
             shortest: BTreeSet::new(),
             narrowest: BTreeSet::new(),
             by_user: fnv::FnvHashMap::default(),
+            turns: Turns::default(),
             pending: Waiting::default(),
+            largest: Largest::default(),
+            clock: Time(0),
             failure: None,
         }
     }
 }
 
 impl Learned {
-    fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>) -> Observation {
+    /// v2's or v3's observation; v3's with the `largest` projected mean.
+    fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>, largest: Option<f64>) -> Observation {
         // One-core nodes: fitting the free nodes is fitting the free cores.
         let shown: Vec<Shown> = slots
             .iter()
             .map(|&j| Shown::of(&self.jobs[j as usize], d.now, d.fits(j)))
             .collect();
+        let now = Time(d.now * 1000);
+        let projection = largest.map(|largest| {
+            if cfg!(debug_assertions) {
+                let scanned = Projection::scan(&self.standing, &self.pending, now).largest();
+                assert!(
+                    (largest - scanned).abs() <= 1e-9 * scanned.abs().max(1.0),
+                    "kept largest mean {largest} against {scanned} scanned"
+                );
+            }
+            Projection::kept(&self.pending, largest)
+        });
         observe_v2::observe(
             &shown,
             slots,
             self.machine.procs(),
             &self.standing,
-            self.wide.then_some(&self.pending),
-            Time(d.now * 1000),
+            projection,
+            now,
         )
+    }
+
+    /// v3: after a change to `user`'s queue or its jobs, where it stands in
+    /// fair-share turns and its projected mean.
+    fn replace(&mut self, user: i64) {
+        if !self.wide {
+            return;
+        }
+        let first = self
+            .by_user
+            .get(&user)
+            .and_then(|jobs| jobs.first().copied());
+        self.turns.place(&self.standing, user, first, self.clock);
+        self.largest.update(&self.standing, &self.pending, user);
     }
 }
 
@@ -277,13 +313,7 @@ impl Chooser for Learned {
         let slots = if self.waiting.len() <= SLOTS {
             self.waiting.iter().map(|&(_, j)| j).collect()
         } else if wide {
-            let turns = in_turn(
-                &self.standing,
-                now,
-                self.by_user
-                    .iter()
-                    .map(|(&user, jobs)| (user, jobs.iter().copied())),
-            );
+            let turns = self.turns.slots(&self.standing, now, &self.by_user);
             interleave_all(&mut [
                 &mut turns.into_iter(),
                 &mut self.waiting.iter().map(|&(_, j)| j),
@@ -296,6 +326,7 @@ impl Chooser for Learned {
                 self.narrowest.iter().map(|&(_, _, j)| j),
             )
         };
+        let largest = wide.then(|| self.largest.at(&self.standing, &self.pending, now));
         // Debug builds (the tests) check the kept views against the queue.
         let mut whole = Vec::new();
         if cfg!(debug_assertions) {
@@ -322,7 +353,7 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 => self.observe_v2(&decision, slots),
+            Sight::V2 | Sight::V3 => self.observe_v2(&decision, slots, largest),
         };
         let chosen = match &self.who {
             Who::Network(model) => model
@@ -370,11 +401,12 @@ impl Chooser for Learned {
     }
 
     fn started(&mut self, now: Time, task: u32) {
+        self.clock = now;
         if let Some(start) = self.starts.get_mut(task as usize) {
             *start = now.0 / 1000;
             self.start_times[task as usize] = now;
             self.started.push(task);
-            let job = &self.jobs[task as usize];
+            let job = self.jobs[task as usize];
             self.standing.started(
                 job.user,
                 (now.0 / 1000).saturating_sub(job.submit),
@@ -382,17 +414,21 @@ impl Chooser for Learned {
                 job.procs.into(),
                 now,
             );
+            self.replace(job.user);
         }
     }
 
     fn ended(&mut self, now: Time, task: u32) {
-        if let Some(job) = self.jobs.get(task as usize) {
+        self.clock = now;
+        if let Some(&job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
             self.standing.ended(job.user, job.procs.into(), start, now);
+            self.replace(job.user);
         }
     }
 
     fn queued(&mut self, ready: Time, task: u32) {
+        self.clock = self.clock.max(ready);
         if let Some(job) = self.jobs.get_mut(task as usize) {
             job.submit = ready.0 / 1000;
             let (by_submit, by_estimate, by_procs) = view_keys(job, task);
@@ -400,8 +436,10 @@ impl Chooser for Learned {
             self.shortest.insert(by_estimate);
             self.narrowest.insert(by_procs);
             if self.wide {
-                self.by_user.entry(job.user).or_default().insert(by_submit);
-                self.pending.queued(job.user, job.submit, job.estimate);
+                let user = job.user;
+                self.by_user.entry(user).or_default().insert(by_submit);
+                self.pending.queued(user, job.submit, job.estimate);
+                self.replace(user);
             }
         }
     }
@@ -416,12 +454,14 @@ impl Chooser for Learned {
                 return;
             }
             self.pending.left(job.user, job.submit, job.estimate);
-            if let Some(jobs) = self.by_user.get_mut(&job.user) {
+            let user = job.user;
+            if let Some(jobs) = self.by_user.get_mut(&user) {
                 jobs.remove(&by_submit);
                 if jobs.is_empty() {
-                    self.by_user.remove(&job.user);
+                    self.by_user.remove(&user);
                 }
             }
+            self.replace(user);
         }
     }
 }

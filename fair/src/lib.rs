@@ -17,6 +17,8 @@
 //!   on training windows;
 //! - [`judge`]: a model against FCFS, SJF, F1 and `fairshare` on
 //!   workloads, both simulation models, with and without EASY;
+//! - [`kept`]: the v3 views a chooser keeps between decisions (fair-share
+//!   turns, the largest projected mean) instead of scanning every user;
 //! - [`chooser`]: the model picking the head of the runtime core's queue
 //!   (slurp's own simulation model, and real runs);
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
@@ -25,6 +27,7 @@ pub mod chooser;
 pub mod evolve;
 pub mod export;
 pub mod judge;
+pub mod kept;
 pub mod mlp;
 pub mod model;
 pub mod observe;

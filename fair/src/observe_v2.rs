@@ -38,7 +38,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use fnv::FnvHashMap;
-use slurp_runtime::core::{FairShare, HALF_LIFE, Time, float_key};
+use slurp_runtime::core::{FairShare, HALF_LIFE, Snapshot, Time, float_key};
 use slurp_sim::reference::Decision;
 
 use crate::observe::{FEATURES, Observation, SLOTS, first_by, interleave_all, slots};
@@ -57,11 +57,11 @@ pub struct Shown {
 }
 
 #[derive(Debug, Default, Clone, Copy)]
-struct User {
+pub(crate) struct User {
     sum: f64,
     jobs: u32,
     mean: f64,
-    running: u64,
+    pub(crate) running: u64,
 }
 
 /// Each user's standing: mean bounded slowdown at start of its started
@@ -72,7 +72,7 @@ pub struct Standing {
     users: FnvHashMap<i64, User>,
     /// The largest per-user mean, kept with the means.
     largest: f64,
-    shares: FairShare,
+    pub(crate) shares: FairShare,
 }
 
 impl Default for Standing {
@@ -88,6 +88,13 @@ impl Default for Standing {
 /// `fairshare`'s account of a user id (an unknown user, −1, is one).
 fn account(user: i64) -> u32 {
     u32::try_from(user).unwrap_or(u32::MAX)
+}
+
+/// Where `user` stands in fair-share turns (less usage first): its usage
+/// in `shares`' scaled units, which stay put for a user with nothing
+/// running (`kept::Turns` keeps the idle users ordered by it).
+pub(crate) fn rank(shares: &Snapshot<'_>, user: i64) -> u64 {
+    float_key(shares.rank(account(user)))
 }
 
 /// `max(1, (wait + estimate) / max(estimate, 10))`.
@@ -129,7 +136,7 @@ impl Standing {
         }
     }
 
-    fn user(&self, user: i64) -> User {
+    pub(crate) fn user(&self, user: i64) -> User {
         self.users.get(&user).copied().unwrap_or_default()
     }
 
@@ -200,10 +207,78 @@ impl Waiting {
 
     /// `user`'s waiting jobs at `now` (seconds): the sum of their slowdowns
     /// so far, and how many.
-    fn at(&self, user: i64, now: u64) -> (f64, u32) {
+    pub(crate) fn at(&self, user: i64, now: u64) -> (f64, u32) {
         self.users
             .get(&user)
             .map_or((0.0, 0), |s| (now as f64 * s.per_second + s.base, s.count))
+    }
+}
+
+/// `user`'s mean bounded slowdown over its started jobs and its `waiting`
+/// ones at their slowdown so far, at `secs`; none without a job of either.
+pub(crate) fn projected(
+    standing: &Standing,
+    waiting: &Waiting,
+    user: i64,
+    secs: u64,
+) -> Option<f64> {
+    let u = standing.user(user);
+    let (sum, count) = waiting.at(user, secs);
+    let n = u.jobs + count;
+    (n > 0).then(|| (u.sum + sum) / f64::from(n))
+}
+
+/// The same mean as a line in time, `slope·t + intercept` (seconds), while
+/// neither the user's started nor its waiting jobs change.
+pub(crate) fn projected_line(
+    standing: &Standing,
+    waiting: &Waiting,
+    user: i64,
+) -> Option<(f64, f64)> {
+    let u = standing.user(user);
+    let s = waiting.users.get(&user).copied().unwrap_or_default();
+    let n = f64::from(u.jobs + s.count);
+    (n > 0.0).then(|| (s.per_second / n, (u.sum + s.base) / n))
+}
+
+/// What v3's feature 5 needs beyond the standing: the jobs still waiting,
+/// and the largest of the users' [projected] means (each over its started
+/// and waiting jobs) now.
+#[derive(Debug, Clone, Copy)]
+pub struct Projection<'a> {
+    waiting: &'a Waiting,
+    largest: f64,
+}
+
+impl<'a> Projection<'a> {
+    /// Reckoned from every user (O(users); a chooser keeps the largest
+    /// between decisions instead, `kept::Largest`).
+    pub fn scan(standing: &Standing, waiting: &'a Waiting, now: Time) -> Projection<'a> {
+        let secs = now.0 / 1000;
+        // Users with jobs waiting, then the others (one lookup each).
+        let largest = waiting
+            .users
+            .keys()
+            .filter_map(|&user| projected(standing, waiting, user, secs))
+            .chain(
+                standing
+                    .users
+                    .iter()
+                    .filter(|(user, u)| u.jobs > 0 && !waiting.users.contains_key(user))
+                    .map(|(_, u)| u.mean),
+            )
+            .fold(0.0, f64::max);
+        Projection { waiting, largest }
+    }
+
+    /// With the largest mean known.
+    pub(crate) fn kept(waiting: &'a Waiting, largest: f64) -> Projection<'a> {
+        Projection { waiting, largest }
+    }
+
+    /// The largest projected mean of any user.
+    pub fn largest(&self) -> f64 {
+        self.largest
     }
 }
 
@@ -275,6 +350,9 @@ impl Follow {
         } else {
             (slots(d), None)
         };
+        let projection = waiting
+            .as_ref()
+            .map(|w| Projection::scan(&self.standing, w, now));
         let shown: Vec<Shown> = jobs
             .iter()
             .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
@@ -284,7 +362,7 @@ impl Follow {
             jobs,
             d.machine.procs(),
             &self.standing,
-            waiting.as_ref(),
+            projection,
             now,
         )
     }
@@ -341,19 +419,29 @@ pub fn in_turn<I>(standing: &Standing, now: Time, users: impl Iterator<Item = (i
 where
     I: Iterator<Item = (u64, u32)>,
 {
-    let usage = standing.shares.at(now);
+    let shares = standing.shares.at(now);
     let mut queues: Vec<_> = users
         .filter_map(|(user, jobs)| {
             let mut jobs = jobs.peekable();
             let first = *jobs.peek()?;
-            Some(((float_key(usage.usage(account(user))), first), jobs))
+            Some(((rank(&shares, user), first), jobs))
         })
         .collect();
     queues.sort_unstable_by_key(|(key, _)| *key);
+    round_robin(queues.into_iter().map(|(_, jobs)| jobs))
+}
+
+/// The first SLOTS jobs taken in turns from `queues` (each job's (submit,
+/// job), earliest first): each queue's first, then each one's second, ...
+pub(crate) fn round_robin<I>(queues: impl Iterator<Item = I>) -> Vec<u32>
+where
+    I: Iterator<Item = (u64, u32)>,
+{
+    let mut queues: Vec<I> = queues.collect();
     let mut out = Vec::with_capacity(SLOTS);
     while out.len() < SLOTS {
         let before = out.len();
-        for (_, jobs) in &mut queues {
+        for jobs in &mut queues {
             if out.len() == SLOTS {
                 break;
             }
@@ -374,13 +462,13 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
 
 /// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
 /// each) on an instance of `cores` cores, `now`: v2's, or v3's feature 5
-/// when the jobs still `waiting` are given.
+/// when the jobs still waiting are given (`projection`).
 pub fn observe(
     shown: &[Shown],
     jobs: Vec<u32>,
     cores: u64,
     standing: &Standing,
-    waiting: Option<&Waiting>,
+    projection: Option<Projection<'_>>,
     now: Time,
 ) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
@@ -409,36 +497,15 @@ pub fn observe(
     // v3: each user's mean over its started jobs and its waiting ones at
     // their slowdown so far, against the largest such mean of any user.
     let secs = now.0 / 1000;
-    let projected = |user: i64, waiting: &Waiting| -> Option<f64> {
-        let u = standing.user(user);
-        let (sum, count) = waiting.at(user, secs);
-        let n = u.jobs + count;
-        (n > 0).then(|| (u.sum + sum) / f64::from(n))
-    };
-    let largest = match waiting {
-        None => standing.largest,
-        // Users with jobs waiting, then the others (one lookup each).
-        Some(w) => w
-            .users
-            .keys()
-            .filter_map(|&user| projected(user, w))
-            .chain(
-                standing
-                    .users
-                    .iter()
-                    .filter(|(user, u)| u.jobs > 0 && !w.users.contains_key(user))
-                    .map(|(_, u)| u.mean),
-            )
-            .fold(0.0, f64::max),
-    };
+    let largest = projection.map_or(standing.largest, |p| p.largest);
     let shares = standing.shares.at(now);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
         let u = standing.user(s.user);
-        let mean = match waiting {
+        let mean = match projection {
             None => (u.jobs > 0).then_some(u.mean),
-            Some(w) => projected(s.user, w),
+            Some(p) => projected(standing, p.waiting, s.user, secs),
         };
         let relative = match mean {
             Some(m) if largest > 0.0 => (m / largest) as f32,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use slurp_fair::observe_v2::{Shown, Standing, Waiting, observe};
+use slurp_fair::observe_v2::{Projection, Shown, Standing, Waiting, observe};
 use slurp_fair::{Model, Sight};
 use slurp_sim::Window;
 use slurp_sim::generate::Family;
@@ -98,7 +98,9 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
             (0..len as u32).collect(),
             cores,
             &standing,
-            v3.then_some(&waiting),
+            v3.then(|| {
+                Projection::scan(&standing, &waiting, slurp_runtime::core::Time(now * 1000))
+            }),
             slurp_runtime::core::Time(now * 1000),
         );
         ours.push(obs.features);

@@ -270,6 +270,13 @@ impl FairShare {
         out
     }
 
+    /// Where the scale counts from (seconds): it moves, and every scaled
+    /// amount ([`Snapshot::rank`]) shrinks with it, about every 5 years of
+    /// simulated time.
+    pub fn origin(&self) -> f64 {
+        self.origin
+    }
+
     /// Users seen so far (the `N` of the shares).
     pub fn users(&self) -> usize {
         self.accounts.len()
@@ -318,6 +325,15 @@ impl Snapshot<'_> {
         }
         let share = 1.0 / self.shares.users().max(1) as f64;
         (-(self.scaled(user) / self.total) / share).exp2()
+    }
+
+    /// `user`'s usage in the scaled units the order is kept in: it orders
+    /// users as [`usage`](Self::usage) does, and for a user with nothing
+    /// running it is the same at every instant until the
+    /// [origin](FairShare::origin) moves (so an ordered set of idle users
+    /// stays ordered between their events).
+    pub fn rank(&self, user: u32) -> f64 {
+        self.scaled(user)
     }
 
     fn scaled(&self, user: u32) -> f64 {
