@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Start-up: `slurp -q --no-journal` on a one-line file (one `/bin/true`)
+# against `xargs` running the same command, and `slurp --version` (start
+# and exit alone), interleaved round by round; medians of the rounds'
+# means (`perf stat -r RUNS`), with page faults (most of what a start costs
+# on this machine).
+#
+#   bench/startup.sh [ROUNDS] [RUNS] [SLURP...]   (defaults: 5 200, target/release/slurp)
+#
+# Give two or more binaries (before and after a change) to compare them
+# side by side; this machine is shared and noisy, so only figures from the
+# same run compare.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+rounds=${1:-5}
+runs=${2:-200}
+shift $(($# < 2 ? $# : 2))
+if [ $# -eq 0 ]; then
+  build_slurp
+  set -- "$slurp"
+fi
+bins=()
+for b in "$@"; do bins+=("$(realpath "$b")"); done
+scratch
+cd "$work"
+echo true > one.slurp
+# "seconds faults" of `perf stat -r $runs` over "$@".
+stat() {
+  perf stat -r "$runs" -x, -e page-faults "$@" 2>&1 >/dev/null |
+    awk -F, '/page-faults/ { f = $1 } END { print f }' | tr -d '\n'
+  echo -n " "
+  perf stat -r "$runs" "$@" 2>&1 >/dev/null | awk '/elapsed/ { print $1 }'
+}
+declare -A t f
+add() { t[$1]="${t[$1]:-} $3"; f[$1]=$2; }
+for _ in $(seq "$rounds"); do
+  add xargs $(stat xargs -a one.slurp /bin/true)
+  for i in "${!bins[@]}"; do
+    add "run$i" $(stat "${bins[$i]}" -q --no-journal one.slurp)
+    add "version$i" $(stat "${bins[$i]}" --version)
+  done
+done
+m() { printf '%s\n' ${t[$1]} | median; }
+ms() { echo "scale=2; $(m "$1") * 1000 / 1" | bc -l; }
+x=$(m xargs)
+echo "start-up: medians of $rounds interleaved rounds of $runs runs each"
+printf '  %-40s %6s ms  %4s faults\n' "xargs -a one.slurp /bin/true" "$(ms xargs)" "${f[xargs]}"
+for i in "${!bins[@]}"; do
+  echo "  ${bins[$i]}"
+  printf '    %-38s %6s ms  %4s faults  %sx xargs\n' "-q --no-journal one.slurp" "$(ms "run$i")" "${f[run$i]}" "$(ratio "$(m "run$i")" "$x")"
+  printf '    %-38s %6s ms  %4s faults\n' "--version" "$(ms "version$i")" "${f[version$i]}"
+done
