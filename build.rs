@@ -49,7 +49,12 @@ fn main() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     if var("SLURP_PIE") != "1" && runs(&cc, &["-no-pie"], &src, &exe) {
         println!("cargo:rustc-link-arg-bin=slurp=-no-pie");
-    } else if runs(&cc, &["-fPIE", "-pie", "-Wl,-z,pack-relative-relocs"], &src, &exe) {
+    } else if runs(
+        &cc,
+        &["-fPIE", "-pie", "-Wl,-z,pack-relative-relocs"],
+        &src,
+        &exe,
+    ) {
         println!("cargo:rustc-link-arg-bin=slurp=-Wl,-z,pack-relative-relocs");
     }
 }
