@@ -14,6 +14,9 @@ use slurp_sim::generate::Family;
 use slurp_sim::{Machine, Window, Workload};
 
 #[derive(Subcommand, Debug)]
+// Each subcommand's arguments are built only when it is the one invoked
+// (or its help is shown): building all of them took a quarter of a start.
+#[command(defer = true)]
 pub enum PolicyCommand {
     /// Play episodes of a trace with a policy network and write every
     /// decision (observations, masks, actions, log-probabilities, rewards)
