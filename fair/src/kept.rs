@@ -317,7 +317,8 @@ mod tests {
             for step in 0..3000 {
                 now += rng.random_range(0..30);
                 let t = Time(now * 1000);
-                match rng.random_range(0..10) {
+                // Each event changes one user's queue or jobs.
+                let user = match rng.random_range(0..10) {
                     0..4 => {
                         let (user, estimate) =
                             (rng.random_range(0..users), rng.random_range(1..20_000));
@@ -325,15 +326,7 @@ mod tests {
                         jobs.push((user, now, estimate));
                         by_user.entry(user).or_default().insert((now, job));
                         waiting.queued(user, now, estimate);
-                        place(
-                            &mut turns,
-                            &mut largest,
-                            &standing,
-                            &waiting,
-                            &by_user,
-                            user,
-                            now,
-                        );
+                        user
                     }
                     4..7 => {
                         // The earliest queued job of some user starts.
@@ -352,15 +345,7 @@ mod tests {
                         waiting.left(user, submit, estimate);
                         standing.started(user, now - submit, estimate, 1 + u64::from(job % 3), t);
                         running.push((job, now));
-                        place(
-                            &mut turns,
-                            &mut largest,
-                            &standing,
-                            &waiting,
-                            &by_user,
-                            user,
-                            now,
-                        );
+                        user
                     }
                     _ => {
                         if running.is_empty() {
@@ -369,17 +354,18 @@ mod tests {
                         let (job, start) = running.swap_remove(rng.random_range(0..running.len()));
                         let user = jobs[job as usize].0;
                         standing.ended(user, 1 + u64::from(job % 3), Time(start * 1000), t);
-                        place(
-                            &mut turns,
-                            &mut largest,
-                            &standing,
-                            &waiting,
-                            &by_user,
-                            user,
-                            now,
-                        );
+                        user
                     }
-                }
+                };
+                place(
+                    &mut turns,
+                    &mut largest,
+                    &standing,
+                    &waiting,
+                    &by_user,
+                    user,
+                    now,
+                );
                 if step % 7 == 0 {
                     let kept = turns.slots(&standing, t, &by_user);
                     let scanned = in_turn(
