@@ -255,7 +255,7 @@ impl Learned {
 
     /// v3: after a change to `user`'s queue or its jobs, where it stands in
     /// fair-share turns and its projected mean.
-    fn replace(&mut self, user: i64) {
+    fn place_user(&mut self, user: i64) {
         if !self.wide {
             return;
         }
@@ -414,7 +414,7 @@ impl Chooser for Learned {
                 job.procs.into(),
                 now,
             );
-            self.replace(job.user);
+            self.place_user(job.user);
         }
     }
 
@@ -423,7 +423,7 @@ impl Chooser for Learned {
         if let Some(&job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
             self.standing.ended(job.user, job.procs.into(), start, now);
-            self.replace(job.user);
+            self.place_user(job.user);
         }
     }
 
@@ -439,7 +439,7 @@ impl Chooser for Learned {
                 let user = job.user;
                 self.by_user.entry(user).or_default().insert(by_submit);
                 self.pending.queued(user, job.submit, job.estimate);
-                self.replace(user);
+                self.place_user(user);
             }
         }
     }
@@ -461,7 +461,7 @@ impl Chooser for Learned {
                     self.by_user.remove(&user);
                 }
             }
-            self.replace(user);
+            self.place_user(user);
         }
     }
 }

@@ -14,8 +14,9 @@
 //!   kinetic tournament: each node of a tree over the users holds the
 //!   leading line of its subtree and the time another may overtake it;
 //!   a decision replays the overtakings up to now, a change re-plays one
-//!   path. Both give exactly what `observe_v2`'s scans give (debug builds
-//!   check every decision).
+//!   path. The turns are exactly `observe_v2::in_turn`'s, the largest mean
+//!   `Projection::scan`'s up to rounding where two users' lines cross
+//!   (debug builds check every decision).
 
 use std::collections::BTreeSet;
 
