@@ -11,8 +11,8 @@
 //! milliseconds (BENCHMARKS.md). Linked at a fixed address the pointers are
 //! final in the file and the pages are only read, when used. The cost is
 //! that the executable's own image is not placed at a random address (its
-//! libraries, heap and stack still are); `SLURP_PIE=1` at build time keeps
-//! the position-independent link. A binary with DT_RELR does not start on a
+//! libraries, heap and stack still are); `SLURP_PIE=1` (any value but `0`)
+//! at build time keeps the position-independent link. A binary with DT_RELR does not start on a
 //! glibc older than 2.36, so that flag is used only when a small program
 //! linked with it (and holding relative relocations of its own) runs here.
 
@@ -47,7 +47,9 @@ fn main() {
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    if var("SLURP_PIE") != "1" && runs(&cc, &["-no-pie"], &src, &exe) {
+    // Any value but `0` asks for the position-independent link.
+    let pie = !matches!(var("SLURP_PIE").as_str(), "" | "0");
+    if !pie && runs(&cc, &["-no-pie"], &src, &exe) {
         println!("cargo:rustc-link-arg-bin=slurp=-no-pie");
     } else if runs(
         &cc,

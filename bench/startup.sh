@@ -20,13 +20,14 @@ if [ $# -eq 0 ]; then
   build_slurp
   set -- "$slurp"
 fi
+command -v perf >/dev/null || { echo "bench/startup.sh needs perf (Debian: linux-perf)" >&2; exit 2; }
 bins=()
 for b in "$@"; do bins+=("$(realpath "$b")"); done
 scratch
 cd "$work"
 echo true > one.slurp
-# "seconds faults" of `perf stat -r $runs` over "$@".
-stat() {
+# "faults seconds" of `perf stat -r $runs` over "$@".
+measure() {
   perf stat -r "$runs" -x, -e page-faults "$@" 2>&1 >/dev/null |
     awk -F, '/page-faults/ { f = $1 } END { print f }' | tr -d '\n'
   echo -n " "
@@ -35,10 +36,10 @@ stat() {
 declare -A t f
 add() { t[$1]="${t[$1]:-} $3"; f[$1]=$2; }
 for _ in $(seq "$rounds"); do
-  add xargs $(stat xargs -a one.slurp /bin/true)
+  add xargs $(measure xargs -a one.slurp /bin/true)
   for i in "${!bins[@]}"; do
-    add "run$i" $(stat "${bins[$i]}" -q --no-journal one.slurp)
-    add "version$i" $(stat "${bins[$i]}" --version)
+    add "run$i" $(measure "${bins[$i]}" -q --no-journal one.slurp)
+    add "version$i" $(measure "${bins[$i]}" --version)
   done
 done
 m() { printf '%s\n' ${t[$1]} | median; }

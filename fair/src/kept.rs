@@ -259,8 +259,9 @@ impl Largest {
         }
     }
 
-    /// The largest projected mean at `now` (0 when no user has a job),
-    /// reckoned exactly as `observe_v2::Projection::scan` reckons it.
+    /// The largest projected mean at `now` (0 when no user has a job): the
+    /// leading user's mean by `observe_v2`'s own formula, so equal to
+    /// `Projection::scan`'s but where two users' means are within rounding.
     pub fn at(&mut self, standing: &Standing, waiting: &Waiting, now: Time) -> f64 {
         let secs = now.0 / 1000;
         let t = secs as f64;
@@ -317,6 +318,11 @@ mod tests {
             };
             for step in 0..3000 {
                 now += rng.random_range(0..30);
+                // Once, years pass (more than 256 half-lives): fair share
+                // rebases its scale, and every idle rank must follow.
+                if step == 1500 {
+                    now += 200_000_000;
+                }
                 let t = Time(now * 1000);
                 // Each event changes one user's queue or jobs.
                 let user = match rng.random_range(0..10) {
