@@ -577,9 +577,10 @@ proptest! {
     }
 
     /// A cohort of identical tasks (a sweep's members) is one entry with a
-    /// cursor, yet every task ends as it would if each were its own, each
-    /// starts as often, and without backfilling each starts at the same
-    /// time: the policies cannot tell a cohort from its members.
+    /// cursor, yet every task ends as it would if each were its own and
+    /// starts as often; without backfilling and with conservative (which
+    /// reserves for the members not yet admitted) each starts at the same
+    /// time: those policies cannot tell a cohort from its members.
     #[test]
     fn cohorts_schedule_as_their_members_would(
         specs in arb_specs(24, true),
@@ -612,11 +613,26 @@ proptest! {
         let policy = policies()[p % policies().len()];
         let each = simulate(CAP, policy, &specs);
         let grouped = simulate_cohorts(CAP, policy, &specs, &cohorts);
-        prop_assert_eq!(&grouped.finals, &each.finals);
         let counts = |t: &Trace| t.starts.iter().map(|(&k, v)| (k, v.len())).collect::<BTreeMap<_, _>>();
         prop_assert_eq!(counts(&grouped), counts(&each));
-        if policy.backfill == Backfill::None {
+        if policy.backfill != Backfill::Easy {
             prop_assert_eq!(&grouped.starts, &each.starts, "{}", policy);
+            prop_assert_eq!(&grouped.finals, &each.finals);
+        } else {
+            // EASY may backfill a cohort's members in another order, so
+            // which failed dependency a skipped task names may differ; what
+            // each task ends as may not.
+            let named = |t: &Trace| t.finals.iter().map(|(&k, (state, reason))| {
+                let reason = match reason {
+                    Reason::Dependency(d) => {
+                        assert!(specs[k as usize].deps.contains(&d.0) && t.finals[&d.0].0 != State::Succeeded);
+                        None
+                    }
+                    other => Some(other.clone()),
+                };
+                (k, (*state, reason))
+            }).collect::<BTreeMap<_, _>>();
+            prop_assert_eq!(named(&grouped), named(&each));
         }
     }
 

@@ -663,10 +663,11 @@ impl Core {
         if self.halted || self.cluster.free().cores < smallest {
             return;
         }
-        // A backfilling pass may walk past the members its own starts
-        // admitted: it runs again while it starts something. (Heads start
-        // in a loop that sees each admitted member.)
-        let again = self.policy.backfill != Backfill::None && !self.slots.cohorts.is_empty();
+        // An EASY pass may walk past the members its own starts admitted:
+        // it runs again while it starts something. (Heads start in a loop
+        // that sees each admitted member, and conservative plans a cohort's
+        // members with the one queued.)
+        let again = self.policy.backfill == Backfill::Easy && !self.slots.cohorts.is_empty();
         loop {
             let before = self.starts;
             policy::select(self, now);

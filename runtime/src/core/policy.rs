@@ -531,21 +531,61 @@ fn conservative(core: &mut Core, now: Time) {
         return;
     }
     let mut profile = Profile::new(core, now);
+    let mut planned = 0;
     for (i, t) in queued.into_iter().enumerate() {
-        // Reservations only decide what starts now; once nothing can, the
-        // rest of the queue cannot change that.
-        if core.cluster.free().cores < least[i] {
+        // A cohort's next member stands in the queue for those not yet
+        // admitted, and they come right after it in every order (same
+        // request, estimate, arrival and user; ties go to task order): they
+        // are planned here, so a sweep's members get their reservations as
+        // tasks queued one by one would.
+        let mut t = t;
+        loop {
+            // Reservations only decide what starts now; once nothing can,
+            // the rest of the queue cannot change that.
+            if planned == CONSERVATIVE_DEPTH || core.cluster.free().cores < least[i] {
+                return;
+            }
+            planned += 1;
+            let slot = core.slots.get(t);
+            let fresh = slot.attempts == 0;
+            let need = Amounts::of(&slot.job.request);
+            let length = slot
+                .job
+                .time_limit
+                .map_or(u64::MAX, |s| s.saturating_mul(1000));
+            let from = profile.earliest(&need, length);
+            let cohort = core.slots.cohort_of(t).filter(|_| fresh);
+            let admitted = cohort.map(|c| core.slots.cohorts[c].next);
+            let started = from == Some(now) && core.cluster.fits(&slot.job.request);
+            if started {
+                core.start(now, t);
+            }
+            if let Some(from) = from {
+                profile.reserve(from, length, &need);
+            }
+            let Some(c) = cohort else {
+                break;
+            };
+            let next = core.slots.cohorts[c].next;
+            if started {
+                // Its start admitted the next member, if one was left.
+                if Some(next) == admitted {
+                    break;
+                }
+                t = next - 1;
+                continue;
+            }
+            // An identical member cannot start now when this one could
+            // not; the members after it are only reserved.
+            let copies = (core.slots.cohorts[c].waiting as usize).min(CONSERVATIVE_DEPTH - planned);
+            for _ in 0..copies {
+                match profile.earliest(&need, length) {
+                    Some(from) => profile.reserve(from, length, &need),
+                    None => break,
+                }
+            }
+            planned += copies;
             break;
         }
-        let job = &core.slots.get(t).job;
-        let need = Amounts::of(&job.request);
-        let length = job.time_limit.map_or(u64::MAX, |s| s.saturating_mul(1000));
-        let Some(from) = profile.earliest(&need, length) else {
-            continue;
-        };
-        if from == now && core.cluster.fits(&job.request) {
-            core.start(now, t);
-        }
-        profile.reserve(from, length, &need);
     }
 }
