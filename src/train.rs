@@ -18,8 +18,8 @@ use std::sync::Arc;
 use clap::Args;
 use slurp_fair::Model;
 use slurp_fair::judge;
-use slurp_sim::Window;
 use slurp_sim::window::Draw;
+use slurp_sim::{Model as SimModel, Window};
 
 /// The trainer's files, as the repository has them.
 const TRAINER: [(&str, &str); 3] = [
@@ -41,6 +41,17 @@ pub enum Method {
     Evolve,
     /// PPO with the PyTorch trainer (needs Python with PyTorch)
     Ppo,
+}
+
+/// Which simulation model a search's cells replay.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Models {
+    /// slurp's own and RLScheduler's reference model
+    Both,
+    /// slurp's own model only (what real runs schedule with)
+    Slurp,
+    /// RLScheduler's reference model only (a choice is kept until it starts)
+    Reference,
 }
 
 /// Which backfilling a search's cells replay.
@@ -107,6 +118,9 @@ pub struct TrainArgs {
     /// for `fair:M.onnx+easy`, say), or both
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Backfilling::Both)]
     backfill: Backfilling,
+    /// evolve: train on the cells of one simulation model only, or both
+    #[arg(long, value_enum, value_name = "MODEL", default_value_t = Models::Both)]
+    sim_model: Models,
     /// evolve: keep training windows where FCFS reaches this average
     /// bounded slowdown (all windows when a trace has too few)
     #[arg(long, value_name = "X", default_value_t = 2.0)]
@@ -272,6 +286,11 @@ fn evolve(
             Backfilling::None => !easy,
             Backfilling::Easy => easy,
         })
+        .filter(|&(model, _)| match args.sim_model {
+            Models::Both => true,
+            Models::Slurp => model == SimModel::Slurp,
+            Models::Reference => model == SimModel::Reference,
+        })
         .collect();
     let arena = Arena::of_kinds(stages, &kinds);
     let (shape, start) = match &args.init {
@@ -382,7 +401,7 @@ fn evolve(
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
         shape.hidden,
         args.seed,
         args.redraw.map_or(String::new(), |k| format!(
@@ -394,6 +413,11 @@ fn evolve(
             Backfilling::Both => "",
             Backfilling::None => ", without backfilling only",
             Backfilling::Easy => ", with EASY only",
+        },
+        match args.sim_model {
+            Models::Both => "",
+            Models::Slurp => ", slurp's model only",
+            Models::Reference => ", the reference model only",
         },
         arena.windows(),
         args.traces

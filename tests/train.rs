@@ -179,3 +179,38 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         .success();
     assert!(sim.stdout.contains("site.onnx"), "{}", sim.stdout);
 }
+
+#[test]
+fn a_search_can_keep_to_one_simulation_model() {
+    // Its cells are that model's (with and without EASY), and the model
+    // says what it was trained on.
+    let test = Test::new().args(&[
+        "policy",
+        "train",
+        "gen:small:1:3000",
+        "-o",
+        "ref.onnx",
+        "--sim-model",
+        "reference",
+        "--generations",
+        "1",
+        "--population",
+        "4",
+        "--windows",
+        "2",
+        "--hidden",
+        "2",
+        "--judge-samples",
+        "2",
+    ]);
+    let run = test.run().success();
+    assert!(
+        run.stderr.contains(" of 2 cells won"),
+        "two cells: the reference model without and with EASY\n{}",
+        run.stderr
+    );
+    // `slurp.trained`, a plain string in the ONNX metadata.
+    let bytes = std::fs::read(test.path().join("ref.onnx")).unwrap();
+    let said = b"the reference model only";
+    assert!(bytes.windows(said.len()).any(|w| w == said));
+}
