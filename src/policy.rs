@@ -315,6 +315,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         let doc = serde_json::json!({
             "model": args.model,
             "observation": net.sight.name(),
+            "committed_network": net.has_committed(),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -329,8 +330,13 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     } else {
         writeln!(
             out,
-            "{label} (observation {}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
+            "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
             net.sight.name(),
+            if net.has_committed() {
+                "; its own network for the reference model's committed choices"
+            } else {
+                ""
+            },
             args.samples,
             args.len,
             args.seed

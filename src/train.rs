@@ -54,6 +54,16 @@ pub enum Models {
     Reference,
 }
 
+/// What a search keeps of the model it starts from, beside the network it
+/// trains.
+enum Keep {
+    Nothing,
+    /// Its network (the search trains the one for committed choices).
+    Main(Vec<slurp_fair::export::Dense>),
+    /// Its network for committed choices (the search trains the other).
+    Committed(Vec<slurp_fair::export::Dense>),
+}
+
 /// Which backfilling a search's cells replay.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backfilling {
@@ -118,7 +128,11 @@ pub struct TrainArgs {
     /// for `fair:M.onnx+easy`, say), or both
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Backfilling::Both)]
     backfill: Backfilling,
-    /// evolve: train on the cells of one simulation model only, or both
+    /// evolve: train on the cells of one simulation model only, or both.
+    /// From an --init model, `reference` trains its network for committed
+    /// choices (the reference model keeps a choice until it starts) and
+    /// keeps its network for slurp's model as it is; `slurp` keeps its
+    /// network for committed choices, if it has one
     #[arg(long, value_enum, value_name = "MODEL", default_value_t = Models::Both)]
     sim_model: Models,
     /// evolve: keep training windows where FCFS reaches this average
@@ -293,19 +307,62 @@ fn evolve(
         })
         .collect();
     let arena = Arena::of_kinds(stages, &kinds);
-    let (shape, start) = match &args.init {
-        None => (Shape { hidden }, None),
-        Some(path) => {
-            let layers = Model::load(path, None)
-                .map_err(|e| e.to_string())
-                .and_then(|m| {
-                    m.layers().ok_or_else(|| {
-                        format!(
-                            "{}: not a per-slot MLP a search can start from",
-                            path.display()
-                        )
-                    })
-                });
+    // A search on the reference model's cells alone, from a model, trains
+    // that model's network for committed choices: the model written keeps
+    // the other network as it was (and a search on slurp's model keeps the
+    // committed one).
+    let init = match &args.init {
+        None => None,
+        Some(path) => match Model::load(path, None) {
+            Ok(m) => Some(m),
+            Err(e) => return usage(e).map(Some),
+        },
+    };
+    let keep = match (&init, args.sim_model) {
+        (Some(m), Models::Reference) => match m.layers() {
+            Some(layers) => Keep::Main(layers),
+            None => {
+                return usage(format!(
+                    "{}: not a per-slot MLP, so it cannot carry a network for committed choices",
+                    args.init.as_deref().unwrap_or(Path::new("")).display()
+                ))
+                .map(Some);
+            }
+        },
+        (Some(m), Models::Slurp) => m.committed_layers().map_or(Keep::Nothing, Keep::Committed),
+        (Some(m), Models::Both) if m.has_committed() => {
+            eprintln!(
+                "note: {}'s network for committed choices is not kept: a search on both models trains one network for both",
+                args.init.as_deref().unwrap_or(Path::new("")).display()
+            );
+            Keep::Nothing
+        }
+        _ => Keep::Nothing,
+    };
+    if let Some(m) = &init
+        && !matches!(keep, Keep::Nothing)
+        && m.sight != evolve::SIGHT
+    {
+        return usage(format!(
+            "{}: trained on observation {}; a network kept beside a searched one must see {} as the search does",
+            args.init.as_deref().unwrap_or(Path::new("")).display(),
+            m.sight.name(),
+            evolve::SIGHT.name()
+        ))
+        .map(Some);
+    }
+    let (shape, start) = match (&args.init, &init) {
+        (Some(path), Some(m)) => {
+            let searched = match args.sim_model {
+                Models::Reference => m.committed(),
+                _ => m,
+            };
+            let layers = searched.layers().ok_or_else(|| {
+                format!(
+                    "{}: not a per-slot MLP a search can start from",
+                    path.display()
+                )
+            });
             match layers.as_deref().map(Shape::of) {
                 Ok(Some((shape, params))) => match asked {
                     Some(hidden) if hidden != shape.hidden => {
@@ -331,6 +388,7 @@ fn evolve(
                 Err(e) => return usage(e).map(Some),
             }
         }
+        _ => (Shape { hidden }, None),
     };
     let sigma = args
         .sigma
@@ -428,11 +486,20 @@ fn evolve(
         found.loss,
         found.curve.len()
     );
-    let bytes = slurp_fair::export::actor(
-        &shape.layers(&found.params),
-        evolve::SIGHT.name(),
-        &[("slurp.trained", how)],
-    );
+    let trained = shape.layers(&found.params);
+    let mut notes = vec![("slurp.trained", how)];
+    let main = match keep {
+        Keep::Main(main) => {
+            notes.push(slurp_fair::export::committed_note(&trained));
+            main
+        }
+        Keep::Committed(committed) => {
+            notes.push(slurp_fair::export::committed_note(&committed));
+            trained
+        }
+        Keep::Nothing => trained,
+    };
+    let bytes = slurp_fair::export::actor(&main, evolve::SIGHT.name(), &notes);
     std::fs::write(&args.output, bytes)?;
     let model = match Model::load(&args.output, None) {
         Ok(m) => Arc::new(m),

@@ -214,3 +214,56 @@ fn a_search_can_keep_to_one_simulation_model() {
     let said = b"the reference model only";
     assert!(bytes.windows(said.len()).any(|w| w == said));
 }
+
+#[test]
+fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
+    let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
+    let search = |out: &str, from: &str, model: &str| {
+        let test = Test::new().args(&[
+            "policy",
+            "train",
+            "gen:small:1:3000",
+            "-o",
+            out,
+            "--init",
+            from,
+            "--sim-model",
+            model,
+            "--generations",
+            "1",
+            "--population",
+            "4",
+            "--windows",
+            "2",
+            "--judge-samples",
+            "2",
+        ]);
+        let run = test.run().success();
+        (test, run)
+    };
+    let (test, run) = search("ref.onnx", fair_v3, "reference");
+    assert!(
+        run.stdout
+            .contains("its own network for the reference model's committed choices"),
+        "{}",
+        run.stdout
+    );
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (start, written) = (load(fair_v3.as_ref()), load(&test.path().join("ref.onnx")));
+    // fair-v3's network is kept for slurp's model; the searched one (a
+    // step from fair-v3's, so not the same) is carried for committed choices.
+    assert_eq!(written.layers(), start.layers());
+    let committed = written
+        .committed_layers()
+        .expect("a network for committed choices");
+    assert_ne!(Some(committed.clone()), start.layers());
+    // A search on slurp's model from it keeps that network.
+    let (again, _) = search(
+        "both.onnx",
+        test.path().join("ref.onnx").to_str().unwrap(),
+        "slurp",
+    );
+    let both = load(&again.path().join("both.onnx"));
+    assert_eq!(both.committed_layers(), Some(committed));
+    assert_ne!(both.layers(), start.layers());
+}

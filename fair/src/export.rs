@@ -17,7 +17,7 @@ use tract_onnx::pb::{
 use crate::observe::{FEATURES, SLOTS};
 
 /// One dense layer: `w` is `inputs x outputs`, row-major.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Dense {
     pub w: Vec<f32>,
     pub b: Vec<f32>,
@@ -31,6 +31,28 @@ impl Dense {
     pub fn inputs(&self) -> usize {
         self.w.len() / self.b.len().max(1)
     }
+}
+
+/// Whether `layers` chain from [`FEATURES`] inputs to one output, as
+/// [`actor`] needs them to.
+pub fn chains(layers: &[Dense]) -> bool {
+    let mut width = FEATURES;
+    for layer in layers {
+        if layer.b.is_empty() || layer.w.len() != width * layer.outputs() {
+            return false;
+        }
+        width = layer.outputs();
+    }
+    !layers.is_empty() && width == 1
+}
+
+/// The metadata that carries a network for committed choices
+/// ([`crate::Model::committed`]): the key and its layers as JSON.
+pub fn committed_note(layers: &[Dense]) -> (&'static str, String) {
+    (
+        crate::model::COMMITTED,
+        serde_json::to_string(layers).expect("layers are plain numbers"),
+    )
 }
 
 /// What the mask term pushes a padded slot's logit down by.

@@ -10,6 +10,13 @@
 //! the site-independent ones, `observe_v2.rs`) or, for v1 models (`observe.rs`),
 //! the trace's normalisers in `MODEL.onnx.json`; that file may also say
 //! `{"observation": "v2"}`.
+//!
+//! A model may carry a second network, for schedulers that keep a choice
+//! until it starts (RLScheduler's reference model, `rollout.rs`), in the
+//! metadata [`COMMITTED`]: its per-slot MLP's layers as JSON (same
+//! observation). Slurp's own model, where the head is chosen again at
+//! every instant, uses the graph itself; tools that only read ONNX see an
+//! ordinary policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,6 +68,9 @@ impl Sight {
 
 type Plan = Arc<TypedRunnableModel>;
 
+/// The metadata key of a model's network for committed choices.
+pub const COMMITTED: &str = "slurp.committed";
+
 /// A loaded policy network and the normalisers it was trained with.
 #[derive(Debug)]
 pub struct Model {
@@ -75,6 +85,8 @@ pub struct Model {
     /// The observation it sees; `normalisers` scale v1's (unused by v2).
     pub sight: Sight,
     pub normalisers: Normalisers,
+    /// Its network for committed choices, when it carries one.
+    committed: Option<Arc<Model>>,
 }
 
 impl Clone for Model {
@@ -85,6 +97,7 @@ impl Clone for Model {
             direct: self.direct.clone(),
             sight: self.sight,
             normalisers: self.normalisers,
+            committed: self.committed.clone(),
         }
     }
 }
@@ -180,12 +193,31 @@ impl Model {
                 });
             }
         };
+        let committed = match proto.metadata_props.iter().find(|p| p.key == COMMITTED) {
+            None => None,
+            Some(p) => {
+                let bad = |reason: String| ModelError::Shape {
+                    path: path.to_owned(),
+                    reason: format!("its `{COMMITTED}` network: {reason}"),
+                };
+                let layers: Vec<crate::export::Dense> =
+                    serde_json::from_str(&p.value).map_err(|e| bad(e.to_string()))?;
+                if sight == Sight::V1 || !crate::export::chains(&layers) {
+                    return Err(bad(format!(
+                        "not dense layers from {FEATURES} inputs to one output on a v2 or v3 observation"
+                    )));
+                }
+                let bytes = crate::export::actor(&layers, sight.name(), &[]);
+                Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?))
+            }
+        };
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
             direct: None,
             sight,
             normalisers,
+            committed,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -254,6 +286,22 @@ impl Model {
     /// shape (what a search can start from).
     pub fn layers(&self) -> Option<Vec<crate::export::Dense>> {
         self.direct.as_ref().and_then(SlotMlp::dense)
+    }
+
+    /// The network for committed choices: the one the model carries for
+    /// them, else itself.
+    pub fn committed(&self) -> &Model {
+        self.committed.as_deref().unwrap_or(self)
+    }
+
+    /// Whether it carries its own network for committed choices.
+    pub fn has_committed(&self) -> bool {
+        self.committed.is_some()
+    }
+
+    /// The layers of the network it carries for committed choices.
+    pub fn committed_layers(&self) -> Option<Vec<crate::export::Dense>> {
+        self.committed.as_ref().and_then(|m| m.layers())
     }
 
     /// Which evaluator runs the network: `"direct"` (the per-slot MLP,

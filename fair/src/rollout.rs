@@ -312,7 +312,8 @@ fn episode(
 /// The schedule the policy makes of `window`: its best slot at every
 /// decision (the deterministic way to judge a model), or with
 /// `sample: Some(seed)` a slot drawn from its distribution, the same draws
-/// for the same seed and window.
+/// for the same seed and window. A model that carries a network for
+/// committed choices ([`Model::committed`]) decides with it here.
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -320,6 +321,8 @@ pub fn replay(
     backfill: bool,
     sample: Option<u64>,
 ) -> Result<slurp_sim::Schedule, ModelError> {
+    // Here a choice is kept until it starts.
+    let model = model.committed();
     let mut eyes = Eyes::new(model.sight, &model.normalisers);
     let mut failure = None;
     let mut rng = sample.map(|seed| draws(seed, window));

@@ -1,0 +1,110 @@
+//! A model that carries a second network for committed choices: the
+//! reference model (a choice kept until it starts) decides with it, slurp's
+//! own model with the graph itself, and a malformed one is refused.
+
+use std::sync::Arc;
+
+use slurp_fair::evolve::{self, Shape};
+use slurp_fair::export::{self, Dense};
+use slurp_fair::{Model, ModelError};
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::{Machine, Window, Workload};
+
+/// A linear network that scores a slot by one feature (0-based).
+fn by_feature(feature: usize, weight: f32) -> Vec<Dense> {
+    let mut w = vec![0.0; slurp_fair::FEATURES];
+    w[feature] = weight;
+    vec![Dense { w, b: vec![0.0] }]
+}
+
+fn model(main: &[Dense], notes: &[(&str, String)]) -> Result<Model, ModelError> {
+    let bytes = export::actor(main, "v3", notes);
+    Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
+}
+
+fn busy() -> Workload {
+    let trace = generate(&Family::Saturated.spec(1500), 2);
+    Workload::new(&trace, Machine::of(&trace).unwrap())
+}
+
+#[test]
+fn the_reference_model_decides_with_the_committed_network_and_slurps_with_the_graph() {
+    // Oldest first (feature 4: the wait) against narrowest first
+    // (feature 1: the share of the cores, weighed negatively).
+    let oldest = by_feature(3, 1.0);
+    let narrow = by_feature(0, -1.0);
+    let both = Arc::new(model(&oldest, &[export::committed_note(&narrow)]).unwrap());
+    let (oldest, narrow) = (
+        Arc::new(model(&oldest, &[]).unwrap()),
+        Arc::new(model(&narrow, &[]).unwrap()),
+    );
+    assert!(both.has_committed() && !oldest.has_committed());
+    assert_eq!(both.committed_layers(), narrow.layers());
+    let workload = busy();
+    let window = Window {
+        start: 200,
+        len: 1024,
+    };
+    for backfill in [false, true] {
+        let reference = |m: &Model| {
+            slurp_fair::rollout::replay(m, &workload, window, backfill, None)
+                .unwrap()
+                .order
+        };
+        let slurp = |m: &Arc<Model>| {
+            slurp_fair::chooser::replay(m.clone(), &workload, window, backfill, None)
+                .unwrap()
+                .order
+        };
+        assert_ne!(
+            reference(&oldest),
+            reference(&narrow),
+            "the two networks choose alike"
+        );
+        assert_eq!(reference(&both), reference(&narrow), "backfill {backfill}");
+        assert_ne!(
+            slurp(&oldest),
+            slurp(&narrow),
+            "the two networks choose alike"
+        );
+        assert_eq!(slurp(&both), slurp(&oldest), "backfill {backfill}");
+    }
+}
+
+#[test]
+fn a_malformed_committed_network_is_refused_with_the_reason() {
+    let main = by_feature(0, 1.0);
+    for bad in [
+        "not json".to_owned(),
+        "[]".to_owned(),
+        // Eight inputs, not nine.
+        serde_json::to_string(&[Dense {
+            w: vec![0.0; 8],
+            b: vec![0.0],
+        }])
+        .unwrap(),
+        // Two outputs at the end.
+        serde_json::to_string(&[Dense {
+            w: vec![0.0; 18],
+            b: vec![0.0, 0.0],
+        }])
+        .unwrap(),
+    ] {
+        let err = model(&main, &[("slurp.committed", bad.clone())]).unwrap_err();
+        assert!(matches!(err, ModelError::Shape { .. }), "{bad}: {err}");
+        assert!(err.to_string().contains("slurp.committed"), "{err}");
+    }
+}
+
+#[test]
+fn an_evolved_network_round_trips_as_a_committed_one() {
+    let shape = Shape { hidden: vec![3] };
+    let params: Vec<f64> = (0..shape.params())
+        .map(|i| (i as f64 - 20.0) / 16.0)
+        .collect();
+    let layers = shape.layers(&params);
+    let carried = model(&by_feature(0, 1.0), &[export::committed_note(&layers)]).unwrap();
+    let alone = evolve::model(&shape, &params, &[]).unwrap();
+    assert_eq!(carried.committed_layers(), alone.layers());
+    assert_eq!(carried.committed().evaluator(), "direct");
+}
