@@ -113,27 +113,35 @@ fn a_hold_out_that_leaves_nothing_to_train_or_judge_on_is_refused() {
     }
 }
 
-#[test]
-fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
-    let test = Test::new().args(&[
+/// A search small enough for a test: `gen:small:1:3000`, populations of
+/// 4 on 2 windows, judged on 2; `more` adds or overrides options.
+fn small_search(out: &str, generations: &str, more: &[&str]) -> Test {
+    let mut args = vec![
         "policy",
         "train",
         "gen:small:1:3000",
         "-o",
-        "site.onnx",
+        out,
         "--generations",
-        "2",
+        generations,
         "--population",
         "4",
         "--windows",
         "2",
-        "--hidden",
-        "2",
         "--judge-samples",
         "2",
-        "--python",
-        "/nonexistent/python3",
-    ]);
+    ];
+    args.extend_from_slice(more);
+    Test::new().args(&args)
+}
+
+#[test]
+fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
+    let test = small_search(
+        "site.onnx",
+        "2",
+        &["--hidden", "2", "--python", "/nonexistent/python3"],
+    );
     let run = test.run().success();
     assert!(
         run.stderr.contains("evolving a network of 23 weights"),
@@ -184,25 +192,11 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
 fn a_search_can_keep_to_one_simulation_model() {
     // Its cells are that model's (with and without EASY), and the model
     // says what it was trained on.
-    let test = Test::new().args(&[
-        "policy",
-        "train",
-        "gen:small:1:3000",
-        "-o",
+    let test = small_search(
         "ref.onnx",
-        "--sim-model",
-        "reference",
-        "--generations",
         "1",
-        "--population",
-        "4",
-        "--windows",
-        "2",
-        "--hidden",
-        "2",
-        "--judge-samples",
-        "2",
-    ]);
+        &["--sim-model", "reference", "--hidden", "2"],
+    );
     let run = test.run().success();
     assert!(
         run.stderr.contains(" of 2 cells won"),
@@ -219,25 +213,7 @@ fn a_search_can_keep_to_one_simulation_model() {
 fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
     let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
     let search = |out: &str, from: &str, model: &str| {
-        let test = Test::new().args(&[
-            "policy",
-            "train",
-            "gen:small:1:3000",
-            "-o",
-            out,
-            "--init",
-            from,
-            "--sim-model",
-            model,
-            "--generations",
-            "1",
-            "--population",
-            "4",
-            "--windows",
-            "2",
-            "--judge-samples",
-            "2",
-        ]);
+        let test = small_search(out, "1", &["--init", from, "--sim-model", model]);
         let run = test.run().success();
         (test, run)
     };
