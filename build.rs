@@ -12,9 +12,10 @@
 //! final in the file and the pages are only read, when used. The cost is
 //! that the executable's own image is not placed at a random address (its
 //! libraries, heap and stack still are); `SLURP_PIE=1` (any value but `0`)
-//! at build time keeps the position-independent link. A binary with DT_RELR does not start on a
-//! glibc older than 2.36, so that flag is used only when a small program
-//! linked with it (and holding relative relocations of its own) runs here.
+//! at build time keeps the position-independent link. A binary with
+//! DT_RELR does not start on a glibc older than 2.36, so that flag is used
+//! only when a small program linked with it (and holding relative
+//! relocations of its own) runs here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -314,55 +314,51 @@ fn evolve(
     let init = match &args.init {
         None => None,
         Some(path) => match Model::load(path, None) {
-            Ok(m) => Some(m),
+            Ok(m) => Some((path.display(), m)),
             Err(e) => return usage(e).map(Some),
         },
     };
     let keep = match (&init, args.sim_model) {
-        (Some(m), Models::Reference) => match m.layers() {
+        (Some((path, m)), Models::Reference) => match m.layers() {
             Some(layers) => Keep::Main(layers),
             None => {
                 return usage(format!(
-                    "{}: not a per-slot MLP, so it cannot carry a network for committed choices",
-                    args.init.as_deref().unwrap_or(Path::new("")).display()
+                    "{path}: not a per-slot MLP, so it cannot carry a network for committed choices"
                 ))
                 .map(Some);
             }
         },
-        (Some(m), Models::Slurp) => m.committed_layers().map_or(Keep::Nothing, Keep::Committed),
-        (Some(m), Models::Both) if m.has_committed() => {
+        (Some((_, m)), Models::Slurp) => {
+            m.committed_layers().map_or(Keep::Nothing, Keep::Committed)
+        }
+        (Some((path, m)), Models::Both) if m.has_committed() => {
             eprintln!(
-                "note: {}'s network for committed choices is not kept: a search on both models trains one network for both",
-                args.init.as_deref().unwrap_or(Path::new("")).display()
+                "note: {path}'s network for committed choices is not kept: a search on both models trains one network for both"
             );
             Keep::Nothing
         }
         _ => Keep::Nothing,
     };
-    if let Some(m) = &init
+    if let Some((path, m)) = &init
         && !matches!(keep, Keep::Nothing)
         && m.sight != evolve::SIGHT
     {
         return usage(format!(
-            "{}: trained on observation {}; a network kept beside a searched one must see {} as the search does",
-            args.init.as_deref().unwrap_or(Path::new("")).display(),
+            "{path}: trained on observation {}; a network kept beside a searched one must see {} as the search does (or search on both models)",
             m.sight.name(),
             evolve::SIGHT.name()
         ))
         .map(Some);
     }
-    let (shape, start) = match (&args.init, &init) {
-        (Some(path), Some(m)) => {
+    let (shape, start) = match &init {
+        Some((path, m)) => {
             let searched = match args.sim_model {
                 Models::Reference => m.committed(),
                 _ => m,
             };
-            let layers = searched.layers().ok_or_else(|| {
-                format!(
-                    "{}: not a per-slot MLP a search can start from",
-                    path.display()
-                )
-            });
+            let layers = searched
+                .layers()
+                .ok_or_else(|| format!("{path}: not a per-slot MLP a search can start from"));
             match layers.as_deref().map(Shape::of) {
                 Ok(Some((shape, params))) => match asked {
                     Some(hidden) if hidden != shape.hidden => {
@@ -371,9 +367,8 @@ fn evolve(
                             Some(params) => (wide, Some(params)),
                             None => {
                                 return usage(format!(
-                                    "--hidden {:?}: {} has hidden layers {:?}; a search from it can only widen them",
+                                    "--hidden {:?}: {path} has hidden layers {:?}; a search from it can only widen them",
                                     wide.hidden,
-                                    path.display(),
                                     shape.hidden
                                 ))
                                 .map(Some);
@@ -383,12 +378,12 @@ fn evolve(
                     _ => (shape, Some(params)),
                 },
                 Ok(None) => {
-                    return usage(format!("{}: its layers do not chain", path.display())).map(Some);
+                    return usage(format!("{path}: its layers do not chain")).map(Some);
                 }
                 Err(e) => return usage(e).map(Some),
             }
         }
-        _ => (Shape { hidden }, None),
+        None => (Shape { hidden }, None),
     };
     let sigma = args
         .sigma

@@ -243,3 +243,21 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
     assert_eq!(both.committed_layers(), Some(committed));
     assert_ne!(both.layers(), start.layers());
 }
+
+#[test]
+fn a_network_is_kept_beside_a_searched_one_only_if_it_sees_what_the_search_does() {
+    // fair-v2 sees v2; a search writes v3, so its network cannot stay as
+    // it is beside the one searched for committed choices.
+    let fair_v2 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v2.onnx");
+    small_search(
+        "m.onnx",
+        "1",
+        &["--init", fair_v2, "--sim-model", "reference"],
+    )
+    .run()
+    .invalid()
+    .stderr_has(&[
+        "fair-v2.onnx: trained on observation v2",
+        "must see v3 as the search does",
+    ]);
+}

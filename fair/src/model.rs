@@ -39,6 +39,10 @@ pub enum ModelError {
     Shape { path: PathBuf, reason: String },
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
+    #[error(
+        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2 or v3 model)"
+    )]
+    Committed { path: PathBuf, reason: String },
     #[error("evaluating the model: {0}")]
     Run(String),
 }
@@ -196,16 +200,17 @@ impl Model {
         let committed = match proto.metadata_props.iter().find(|p| p.key == COMMITTED) {
             None => None,
             Some(p) => {
-                let bad = |reason: String| ModelError::Shape {
+                let bad = |reason: String| ModelError::Committed {
                     path: path.to_owned(),
-                    reason: format!("its `{COMMITTED}` network: {reason}"),
+                    reason,
                 };
                 let layers: Vec<crate::export::Dense> =
                     serde_json::from_str(&p.value).map_err(|e| bad(e.to_string()))?;
-                if sight == Sight::V1 || !crate::export::chains(&layers) {
-                    return Err(bad(format!(
-                        "not dense layers from {FEATURES} inputs to one output on a v2 or v3 observation"
-                    )));
+                if sight == Sight::V1 {
+                    return Err(bad("the model sees observation v1".into()));
+                }
+                if !crate::export::chains(&layers) {
+                    return Err(bad("its layers do not chain".into()));
                 }
                 let bytes = crate::export::actor(&layers, sight.name(), &[]);
                 Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?))

@@ -91,7 +91,12 @@ fn a_malformed_committed_network_is_refused_with_the_reason() {
         .unwrap(),
     ] {
         let err = model(&main, &[("slurp.committed", bad.clone())]).unwrap_err();
-        assert!(matches!(err, ModelError::Shape { .. }), "{bad}: {err}");
+        assert!(matches!(err, ModelError::Committed { .. }), "{bad}: {err}");
+        assert!(
+            err.to_string()
+                .starts_with("m.onnx: its network for committed choices"),
+            "{err}"
+        );
         assert!(err.to_string().contains("slurp.committed"), "{err}");
     }
 }
