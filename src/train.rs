@@ -16,8 +16,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 
 use clap::Args;
-use slurp_fair::Model;
 use slurp_fair::judge;
+use slurp_fair::{Model, Sight};
 use slurp_sim::window::Draw;
 use slurp_sim::{Model as SimModel, Window};
 
@@ -97,6 +97,10 @@ pub struct TrainArgs {
     /// widen it (the new units start at zero)
     #[arg(long, value_name = "W,..", value_delimiter = ',')]
     hidden: Option<Vec<usize>>,
+    /// evolve: what the network sees: `v4` (v3 with job widths on a log
+    /// scale) or `v3` (default: --init's, if it is v3 or v4; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4"])]
+    observation: Option<String>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
@@ -339,14 +343,20 @@ fn evolve(
         }
         _ => Keep::Nothing,
     };
+    let sight = match (args.observation.as_deref(), &init) {
+        (Some("v3"), _) => Sight::V3,
+        (Some(_), _) => Sight::V4,
+        (None, Some((_, m))) if m.sight.wide() => m.sight,
+        (None, _) => evolve::SIGHT,
+    };
     if let Some((path, m)) = &init
         && !matches!(keep, Keep::Nothing)
-        && m.sight != evolve::SIGHT
+        && m.sight != sight
     {
         return usage(format!(
             "{path}: trained on observation {}; a network kept beside a searched one must see {} as the search does (or search on both models)",
             m.sight.name(),
-            evolve::SIGHT.name()
+            sight.name()
         ))
         .map(Some);
     }
@@ -392,9 +402,10 @@ fn evolve(
         return usage("--sigma: a positive step size").map(Some);
     }
     eprintln!(
-        "evolving a network of {} weights (hidden {:?}) on {} windows of the first {split} of {} trace{}, for up to {} s",
+        "evolving a network of {} weights (hidden {:?}, observation {}) on {} windows of the first {split} of {} trace{}, for up to {} s",
         shape.params(),
         shape.hidden,
+        sight.name(),
         arena.windows(),
         args.traces.len(),
         if args.traces.len() == 1 { "" } else { "s" },
@@ -402,6 +413,7 @@ fn evolve(
     );
     let opts = Options {
         shape: shape.clone(),
+        sight,
         population: args.population,
         start,
         sigma,
@@ -494,7 +506,7 @@ fn evolve(
         }
         Keep::Nothing => trained,
     };
-    let bytes = slurp_fair::export::actor(&main, evolve::SIGHT.name(), &notes);
+    let bytes = slurp_fair::export::actor(&main, sight.name(), &notes);
     std::fs::write(&args.output, bytes)?;
     let model = match Model::load(&args.output, None) {
         Ok(m) => Arc::new(m),

@@ -156,7 +156,7 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         run.stderr
     );
     assert!(
-        run.stdout.contains("site.onnx (observation v3)"),
+        run.stdout.contains("site.onnx (observation v4)"),
         "{}",
         run.stdout
     );
@@ -168,7 +168,7 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         "a header and two generations:\n{curve}"
     );
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
-    assert_eq!(model.sight, slurp_fair::Sight::V3);
+    assert_eq!(model.sight, slurp_fair::Sight::V4);
     assert_eq!(model.evaluator(), "direct");
     // It is a policy like any other.
     let policy = format!("fair:{}", test.path().join("site.onnx").display());
@@ -246,8 +246,9 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
 
 #[test]
 fn a_network_is_kept_beside_a_searched_one_only_if_it_sees_what_the_search_does() {
-    // fair-v2 sees v2; a search writes v3, so its network cannot stay as
-    // it is beside the one searched for committed choices.
+    // fair-v2 sees v2; a search from it writes v4 (from a v3 or v4 model,
+    // that model's observation), so its network cannot stay as it is
+    // beside the one searched for committed choices.
     let fair_v2 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v2.onnx");
     small_search(
         "m.onnx",
@@ -258,6 +259,26 @@ fn a_network_is_kept_beside_a_searched_one_only_if_it_sees_what_the_search_does(
     .invalid()
     .stderr_has(&[
         "fair-v2.onnx: trained on observation v2",
-        "must see v3 as the search does",
+        "must see v4 as the search does",
+    ]);
+    // Nor fair-v3's beside a network asked to see v4.
+    let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
+    small_search(
+        "m.onnx",
+        "1",
+        &[
+            "--init",
+            fair_v3,
+            "--sim-model",
+            "reference",
+            "--observation",
+            "v4",
+        ],
+    )
+    .run()
+    .invalid()
+    .stderr_has(&[
+        "fair-v3.onnx: trained on observation v3",
+        "must see v4 as the search does",
     ]);
 }

@@ -77,7 +77,7 @@ pub struct Learned {
     waiting: BTreeSet<(u64, u32)>,
     shortest: BTreeSet<Ranked>,
     narrowest: BTreeSet<Ranked>,
-    /// v3 only (`wide`): each user's queued jobs by submission, the users
+    /// v3 and v4 only (`wide`): each user's queued jobs by submission, the users
     /// in fair-share turns, the waiting jobs' slowdowns so far and the
     /// largest projected mean (`kept.rs`); kept empty for v1 and v2, whose
     /// decisions read none of them.
@@ -196,7 +196,7 @@ impl Learned {
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
         Learned {
-            wide: who.sight() == Sight::V3,
+            wide: who.sight().wide(),
             who,
             norm,
             standing: Standing::default(),
@@ -225,7 +225,8 @@ impl Learned {
 }
 
 impl Learned {
-    /// v2's or v3's observation; v3's with the `largest` projected mean.
+    /// v2's, v3's or v4's observation; v3's and v4's with the `largest`
+    /// projected mean.
     fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>, largest: Option<f64>) -> Observation {
         // One-core nodes: fitting the free nodes is fitting the free cores.
         let shown: Vec<Shown> = slots
@@ -250,6 +251,7 @@ impl Learned {
             &self.standing,
             projection,
             now,
+            self.who.sight().widths(),
         )
     }
 
@@ -353,7 +355,7 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 => self.observe_v2(&decision, slots, largest),
+            Sight::V2 | Sight::V3 | Sight::V4 => self.observe_v2(&decision, slots, largest),
         };
         let chosen = match &self.who {
             Who::Network(model) => model

@@ -338,13 +338,26 @@ pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
 }
 
 /// The observation a search's networks see and its models are written
-/// for: v3, v2's features over the wider slots (the same nine features, so
-/// a v2 model is a starting point for it).
-pub const SIGHT: Sight = Sight::V3;
+/// for unless asked otherwise: v4, v3's with widths on a log scale. (Every
+/// site-independent observation has the same nine features, so a v2 or v3
+/// model is a starting point for a search on another, though two of v4's
+/// features mean something else.)
+pub const SIGHT: Sight = Sight::V4;
 
-/// A network of `shape` with `params` as the model it would ship as.
+/// A network of `shape` with `params` as the model it would ship as, seeing
+/// [`SIGHT`].
 pub fn model(shape: &Shape, params: &[f64], notes: &[(&str, String)]) -> Result<Model, String> {
-    let bytes = export::actor(&shape.layers(params), SIGHT.name(), notes);
+    model_seeing(SIGHT, shape, params, notes)
+}
+
+/// The same, seeing `sight`.
+pub fn model_seeing(
+    sight: Sight,
+    shape: &Shape,
+    params: &[f64],
+    notes: &[(&str, String)],
+) -> Result<Model, String> {
+    let bytes = export::actor(&shape.layers(params), sight.name(), notes);
     Model::from_bytes(Path::new("evolved.onnx"), &bytes, None, None).map_err(|e| e.to_string())
 }
 
@@ -352,6 +365,8 @@ pub fn model(shape: &Shape, params: &[f64], notes: &[(&str, String)]) -> Result<
 #[derive(Debug, Clone)]
 pub struct Options {
     pub shape: Shape,
+    /// What its networks see (v2, v3 or v4).
+    pub sight: Sight,
     /// Proposals a generation (`None`: CMA-ES's default for the size).
     pub population: Option<usize>,
     /// Where the search starts (`None`: the zero network), and the initial
@@ -408,7 +423,7 @@ pub fn evolve(
         });
     let evaluated = Counter::new(0usize);
     let score = |params: &[f64], picks: Option<&[Vec<usize>]>| {
-        let cells = model(&opts.shape, params, &[]).and_then(|m| {
+        let cells = model_seeing(opts.sight, &opts.shape, params, &[]).and_then(|m| {
             let m = Arc::new(m);
             match picks {
                 Some(p) => arena.cells_on(&m, "evolved", p),

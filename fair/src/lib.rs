@@ -5,7 +5,8 @@
 //!   (RL-SPEC.md's fairness env, scaled by one trace: v1);
 //! - [`observe_v2`]: the same slots seen through site-independent ratios
 //!   (v2), or those ratios over slots that also show a long queue's oldest
-//!   job and each user's earliest (v3);
+//!   job and each user's earliest (v3), and with widths on log scales
+//!   (v4);
 //! - [`model`]: the network as ONNX, run in-process with tract, its
 //!   normalisers beside it;
 //! - [`mlp`]: the trainer's per-slot MLP evaluated directly when a model
@@ -17,7 +18,7 @@
 //!   on training windows;
 //! - [`judge`]: a model against FCFS, SJF, F1 and `fairshare` on
 //!   workloads, both simulation models, with and without EASY;
-//! - [`kept`]: the v3 views a chooser keeps between decisions (fair-share
+//! - [`kept`]: the v3 and v4 views a chooser keeps between decisions (fair-share
 //!   turns, the largest projected mean) instead of scanning every user;
 //! - [`chooser`]: the model picking the head of the runtime core's queue
 //!   (slurp's own simulation model, and real runs);

@@ -6,8 +6,8 @@
 //! with two `f32` inputs, observations `[1, 128, 9]` and the mask `[1, 128]`,
 //! and one output, the masked logits `[1, 128]` (a padded slot's logit is
 //! pushed down by 1e6, so it never wins). Which observation it was trained
-//! on travels with it: the ONNX metadata `slurp.observation` (`v2` or `v3`,
-//! the site-independent ones, `observe_v2.rs`) or, for v1 models (`observe.rs`),
+//! on travels with it: the ONNX metadata `slurp.observation` (`v2`, `v3` or
+//! `v4`, the site-independent ones, `observe_v2.rs`) or, for v1 models (`observe.rs`),
 //! the trace's normalisers in `MODEL.onnx.json`; that file may also say
 //! `{"observation": "v2"}`.
 //!
@@ -40,7 +40,7 @@ pub enum ModelError {
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
     #[error(
-        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2 or v3 model)"
+        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2, v3 or v4 model)"
     )]
     Committed { path: PathBuf, reason: String },
     #[error("evaluating the model: {0}")]
@@ -58,6 +58,11 @@ pub enum Sight {
     /// (`observe_v2::wide_slots`: the oldest jobs and each user's earliest
     /// are shown too), each user's standing counting its waiting jobs.
     V3,
+    /// v3 with each job's width on a log scale: its share of the
+    /// instance's cores and its width against the other shown jobs'
+    /// (`observe_v2::Widths::Logs`), so that a one-core job and a
+    /// 64-core one differ on an instance of thousands of cores.
+    V4,
 }
 
 impl Sight {
@@ -66,6 +71,21 @@ impl Sight {
             Sight::V1 => "v1",
             Sight::V2 => "v2",
             Sight::V3 => "v3",
+            Sight::V4 => "v4",
+        }
+    }
+
+    /// Whether it shows v3's wider slots and each user's waiting jobs in
+    /// its standing (`observe_v2::wide_slots`).
+    pub fn wide(self) -> bool {
+        matches!(self, Sight::V3 | Sight::V4)
+    }
+
+    /// How its features show a job's width.
+    pub fn widths(self) -> crate::observe_v2::Widths {
+        match self {
+            Sight::V4 => crate::observe_v2::Widths::Logs,
+            _ => crate::observe_v2::Widths::Shares,
         }
     }
 }
@@ -181,6 +201,7 @@ impl Model {
         let (sight, normalisers) = match said.as_deref() {
             Some("v2") => (Sight::V2, Normalisers::NONE),
             Some("v3") => (Sight::V3, Normalisers::NONE),
+            Some("v4") => (Sight::V4, Normalisers::NONE),
             Some("v1") | None => {
                 let normalisers = match beside {
                     Some(v) => serde_json::from_value(v).map_err(|e| bad(e.to_string()))?,
@@ -192,7 +213,7 @@ impl Model {
                 return Err(ModelError::Shape {
                     path: path.to_owned(),
                     reason: format!(
-                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2, v3)"
+                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2, v3, v4)"
                     ),
                 });
             }

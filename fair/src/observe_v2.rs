@@ -1,13 +1,18 @@
-//! The site-independent observations (`v2`, `v3`): what a learned policy
-//! trained for any machine sees. Nine features a slot, every one a ratio —
-//! to the instance's cores, to the other shown jobs, to the other users —
-//! so no trace's maxima, ids or units reach the network, and a workload on
-//! twice the cores with jobs twice as wide is seen exactly as the original.
+//! The site-independent observations (`v2`, `v3`, `v4`): what a learned
+//! policy trained for any machine sees. Nine features a slot, every one a
+//! ratio — to the instance's cores, to the other shown jobs, to the other
+//! users — so no trace's maxima, ids or units reach the network, and a
+//! workload on twice the cores with jobs twice as wide is seen exactly as
+//! the original.
 //!
 //! For a shown job of `n` cores, estimate `r` and wait so far `w` (seconds)
 //! on an instance of `C` cores, its user `u`:
 //!
-//! 1. `n / C`;
+//! 1. v2, v3: `n / C`. v4: `1 + log10(n / C) / 6` clipped to [0, 1] (1 for
+//!    the whole instance, 0 for a millionth of it): on thousands of cores
+//!    `n / C` is near 0 for every job that is not wide, and a network
+//!    cannot tell a one-core job from a 64-core one, which F1's `n·log r`
+//!    ranks far apart ([`Widths`]);
 //! 2. `log10(r / R) / 2` clipped to ±1, `R` the geometric mean estimate of
 //!    the shown jobs;
 //! 3. `log10(s) / 3` clipped to [0, 1], `s = max(1, (w + r) / max(r, 10))`:
@@ -18,21 +23,24 @@
 //! 5. `m_u / max_v m_v` (0 when `u` has no job counted or every mean is 0).
 //!    v2: `m_u` the mean over `u`'s started jobs of their bounded slowdown
 //!    at start (wait then, estimate as run time: what is known when a job
-//!    starts, in a replay as in a real run). v3: the mean over its started
-//!    jobs and its waiting ones at their slowdown so far, `(w + r) /
-//!    max(r, 10)` ([`Waiting`]), the max over every user with a job started
-//!    or waiting — a user whose jobs all still wait is not seen as served;
+//!    starts, in a replay as in a real run). v3, v4: the mean over its
+//!    started jobs and its waiting ones at their slowdown so far, `(w + r)
+//!    / max(r, 10)` ([`Waiting`]), the max over every user with a job
+//!    started or waiting — a user whose jobs all still wait is not seen as
+//!    served;
 //! 6. `u`'s fair-share factor now, `2^(−U/S)` (`fairshare`'s: U its share
 //!    of all users' core-seconds, each decayed with a 7-day half-life, S =
 //!    1/N for the N users seen; 1 for a user who used nothing);
 //! 7. cores `u`'s running jobs hold `/ C`, at most 1;
-//! 8. the share of the shown jobs that are `u`'s;
+//! 8. v2, v3: the share of the shown jobs that are `u`'s. v4: `log10(n /
+//!    N) / 2` clipped to ±1, `N` the geometric mean width of the shown
+//!    jobs (feature 2's counterpart for the width);
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 a wider choice when
-//! more wait ([`wide_slots`]: the oldest and each user's earliest too).
-//! Padding rows are v1's (`observe::PADDING`), mask 0.
+//! else the shortest and the narrowest in turn); v3 and v4 a wider choice
+//! when more wait ([`wide_slots`]: the oldest and each user's earliest
+//! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -42,6 +50,15 @@ use slurp_runtime::core::{FairShare, HALF_LIFE, Snapshot, Time, float_key};
 use slurp_sim::reference::Decision;
 
 use crate::observe::{FEATURES, Observation, SLOTS, first_by, interleave_all, slots};
+
+/// How a job's width is shown: v2's and v3's linear share of the
+/// instance (features 1 and 8 as v2 defines them), or v4's logarithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Widths {
+    #[default]
+    Shares,
+    Logs,
+}
 
 /// One shown job, as the observation needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -305,18 +322,20 @@ pub struct Follow {
     ends: BinaryHeap<Reverse<(u64, u32)>>,
     /// v3's slots ([`wide_slots`]) rather than v1's.
     wide: bool,
+    widths: Widths,
 }
 
 impl Follow {
-    /// For a v3 model: v2's features over [`wide_slots`].
-    pub fn wide() -> Follow {
+    /// For a model of `sight` (v2, v3 or v4).
+    pub fn new(sight: crate::Sight) -> Follow {
         Follow {
-            wide: true,
+            wide: sight.wide(),
+            widths: sight.widths(),
             ..Follow::default()
         }
     }
 
-    /// The v2 observation of decision `d`.
+    /// The observation of decision `d`.
     pub fn observe(&mut self, d: &Decision<'_>) -> Observation {
         for &j in &d.started[self.told..] {
             let job = &d.jobs[j as usize];
@@ -364,6 +383,7 @@ impl Follow {
             &self.standing,
             projection,
             now,
+            self.widths,
         )
     }
 }
@@ -462,7 +482,8 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
 
 /// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
 /// each) on an instance of `cores` cores, `now`: v2's, or v3's feature 5
-/// when the jobs still waiting are given (`projection`).
+/// when the jobs still waiting are given (`projection`); v4's features 1
+/// and 8 with `Widths::Logs`.
 pub fn observe(
     shown: &[Shown],
     jobs: Vec<u32>,
@@ -470,21 +491,30 @@ pub fn observe(
     standing: &Standing,
     projection: Option<Projection<'_>>,
     now: Time,
+    widths: Widths,
 ) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
     let k = shown.len().max(1) as f64;
     // Each slot's logarithms once (they are most of an observation's
     // time), and how many shown jobs each user has.
     let mut logs = Vec::with_capacity(shown.len());
-    let (mut sum_r, mut sum_w) = (0.0, 0.0);
+    let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
+    let logs_of_widths = widths == Widths::Logs;
     for s in shown {
         let (lr, lw) = (
             (s.estimate.max(1) as f64).log10(),
             (1.0 + s.wait as f64).log10(),
         );
+        // Only v4 pays for a third logarithm a slot.
+        let ln = if logs_of_widths {
+            (s.cores.max(1) as f64).log10()
+        } else {
+            0.0
+        };
         sum_r += lr;
         sum_w += lw;
-        logs.push((lr, lw));
+        sum_n += ln;
+        logs.push((lr, lw, ln));
     }
     // The shown jobs' users, sorted: a user's count is the length of its
     // run (no hashing at every decision).
@@ -492,8 +522,9 @@ pub fn observe(
     users.sort_unstable();
     let shown_of =
         |user: i64| users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user);
-    let (log_r, log_w) = (sum_r / k, sum_w / k);
+    let (log_r, log_w, log_n) = (sum_r / k, sum_w / k, sum_n / k);
     let c = cores.max(1) as f64;
+    let log_c = c.log10();
     // v3: each user's mean over its started jobs and its waiting ones at
     // their slowdown so far, against the largest such mean of any user.
     let secs = now.0 / 1000;
@@ -501,7 +532,7 @@ pub fn observe(
     let shares = standing.shares.at(now);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
-    for (slot, (s, &(lr, lw))) in shown.iter().zip(&logs).enumerate() {
+    for (slot, (s, &(lr, lw, ln))) in shown.iter().zip(&logs).enumerate() {
         let u = standing.user(s.user);
         let mean = match projection {
             None => (u.jobs > 0).then_some(u.mean),
@@ -512,15 +543,25 @@ pub fn observe(
             _ => 0.0,
         };
         let factor = shares.factor(account(s.user)) as f32;
+        let (width, eighth) = match widths {
+            Widths::Shares => (
+                clip(s.cores as f64 / c, 0.0, 1.0),
+                (shown_of(s.user) as f64 / k) as f32,
+            ),
+            Widths::Logs => (
+                clip(1.0 + (ln - log_c) / 6.0, 0.0, 1.0),
+                clip((ln - log_n) / 2.0, -1.0, 1.0),
+            ),
+        };
         features.extend_from_slice(&[
-            clip(s.cores as f64 / c, 0.0, 1.0),
+            width,
             clip((lr - log_r) / 2.0, -1.0, 1.0),
             clip(slowdown(s.wait, s.estimate).log10() / 3.0, 0.0, 1.0),
             clip((lw - log_w) / 3.0, -1.0, 1.0),
             relative,
             factor,
             clip(u.running as f64 / c, 0.0, 1.0),
-            (shown_of(s.user) as f64 / k) as f32,
+            eighth,
             if s.fits { 1.0 } else { 0.0 },
         ]);
         mask[slot] = 1.0;
@@ -560,7 +601,15 @@ mod tests {
                 fits: true,
             },
         ];
-        let obs = observe(&shown, vec![5, 7], 16, &standing, None, t(100));
+        let obs = observe(
+            &shown,
+            vec![5, 7],
+            16,
+            &standing,
+            None,
+            t(100),
+            Widths::Shares,
+        );
         // At 100 s user 1 used 400 core-seconds, user 2 30 (a 7-day
         // half-life decays them by 1e-4): F = 2^(−2 × 400/430); user 3
         // used nothing, F = 1.

@@ -158,6 +158,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
     let arena = Arena::new(vec![("sat".into(), w, ws)]);
     let opts = evolve::Options {
         shape: Shape { hidden: vec![] },
+        sight: evolve::SIGHT,
         population: Some(8),
         start: None,
         sigma: 0.5,
@@ -311,6 +312,7 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
     let arena = Arena::new(vec![("sat".into(), w, ws)]);
     let opts = evolve::Options {
         shape: Shape { hidden: vec![] },
+        sight: evolve::SIGHT,
         population: Some(6),
         start: None,
         sigma: 0.5,

@@ -1,6 +1,6 @@
-//! The site-independent observations (v2, v3's standing): equal to an
-//! independent NumPy computation of their definition, blind to the machine's size, and named
-//! by the model file itself.
+//! The site-independent observations (v2, v3's standing, v4's widths):
+//! equal to an independent NumPy computation of their definition, blind to
+//! the machine's size, and named by the model file itself.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use slurp_fair::observe_v2::{Projection, Shown, Standing, Waiting, observe};
+use slurp_fair::observe_v2::{Projection, Shown, Standing, Waiting, Widths, observe};
 use slurp_fair::{Model, Sight};
 use slurp_sim::Window;
 use slurp_sim::generate::Family;
@@ -27,10 +27,11 @@ fn numpy() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Every other case is v3's: the jobs still waiting (some queued and then
-/// gone) count in each user's standing.
+/// Cases in turn v2's, v3's (the jobs still waiting, some queued and then
+/// gone, count in each user's standing) and v4's (v3's with widths on log
+/// scales).
 #[test]
-fn v2_and_v3_features_equal_numpys_on_random_queues() {
+fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -38,7 +39,7 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut cases = Vec::new();
     let mut ours = Vec::new();
-    for case in 0..60 {
+    for case in 0..90 {
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -77,7 +78,12 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
             .collect();
         // v3: jobs waiting at `now`, users' own and others' (users no job
         // of which started, too); a third of those queued leave again.
-        let v3 = case % 2 == 1;
+        let v3 = case % 3 != 0;
+        let widths = if case % 3 == 2 {
+            Widths::Logs
+        } else {
+            Widths::Shares
+        };
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
         for _ in 0..rng.random_range(0..80) {
@@ -102,6 +108,7 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
                 Projection::scan(&standing, &waiting, slurp_runtime::core::Time(now * 1000))
             }),
             slurp_runtime::core::Time(now * 1000),
+            widths,
         );
         ours.push(obs.features);
         let mut case = serde_json::json!({
@@ -116,6 +123,9 @@ fn v2_and_v3_features_equal_numpys_on_random_queues() {
         });
         if v3 {
             case["waiting"] = serde_json::json!(still);
+        }
+        if widths == Widths::Logs {
+            case["widths"] = serde_json::json!("logs");
         }
         cases.push(case);
     }

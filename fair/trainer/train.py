@@ -209,7 +209,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", required=True, action="append",
                     help="a trace (SWF) or gen:FAMILY:SEED; repeat for several")
-    ap.add_argument("--observation", default="v1", choices=["v1", "v2", "v3"],
+    ap.add_argument("--observation", default="v1", choices=["v1", "v2", "v3", "v4"],
                     help="v2: the site-independent observation; v3: v2 over wider slots")
     ap.add_argument("--sim", default="reference", choices=["reference", "slurp"],
                     help="the simulation model that plays the episodes")

@@ -1,9 +1,10 @@
-"""The v2 and v3 observations computed independently with NumPy, from their
+"""The v2, v3 and v4 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-and for v3 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-times in seconds, and writes, for each, the 128 x 9 features as one flat list (JSON).
+for v3 and v4 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
+and for v4 "widths": "logs"; times in seconds. Writes, for each, the 128 x 9 features as
+one flat list (JSON).
 """
 
 import json
@@ -55,20 +56,30 @@ def features(case):
     k = max(len(shown), 1)
     log_r = np.log10(np.maximum(est, 1)).sum() / k
     log_w = np.log10(1 + wait).sum() / k
+    logs = case.get("widths") == "logs"
+    log_n = np.log10(np.maximum(n, 1)).sum() / k
     out = np.tile(np.array(PADDING), (128, 1))
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
         slow = max(1.0, (wait[i] + est[i]) / max(est[i], 10))
+        if logs:
+            # v4: the width's share of the instance and against the
+            # other shown jobs', on log scales.
+            width = np.clip(1 + np.log10(max(n[i], 1) / c) / 6, 0, 1)
+            eighth = np.clip((np.log10(max(n[i], 1)) - log_n) / 2, -1, 1)
+        else:
+            width = min(n[i] / c, 1.0)
+            eighth = np.sum(user == user[i]) / k
         out[i] = [
-            min(n[i] / c, 1.0),
+            width,
             np.clip((np.log10(max(est[i], 1)) - log_r) / 2, -1, 1),
             np.clip(np.log10(slow) / 3, 0, 1),
             np.clip((np.log10(1 + wait[i]) - log_w) / 3, -1, 1),
             0.0 if m is None or largest <= 0 else m / largest,
             factor(u),
             min(running.get(u, 0) / c, 1.0),
-            np.sum(user == user[i]) / k,
+            eighth,
             1.0 if fits[i] else 0.0,
         ]
     return out.ravel().tolist()
