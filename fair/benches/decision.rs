@@ -98,7 +98,7 @@ fn decisions(c: &mut Criterion) {
     let v3 = slurp_fair::built_in("fair-v3").expect("fair-v3 loads");
     for queued in [128usize, 5000] {
         let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
-        let mut follow = slurp_fair::observe_v2::Follow::wide();
+        let mut follow = slurp_fair::observe_v2::Follow::new(slurp_fair::Sight::V3);
         group.bench_function(format!("{queued} queued, fair-v3"), |b| {
             b.iter(|| {
                 let d = decision(&jobs, &mut queue, &started, &starts);

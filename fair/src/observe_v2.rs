@@ -517,9 +517,12 @@ pub fn observe(
         logs.push((lr, lw, ln));
     }
     // The shown jobs' users, sorted: a user's count is the length of its
-    // run (no hashing at every decision).
-    let mut users: Vec<i64> = shown.iter().map(|s| s.user).collect();
-    users.sort_unstable();
+    // run (no hashing at every decision). v4 does not count them.
+    let mut users: Vec<i64> = Vec::new();
+    if !logs_of_widths {
+        users.extend(shown.iter().map(|s| s.user));
+        users.sort_unstable();
+    }
     let shown_of =
         |user: i64| users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user);
     let (log_r, log_w, log_n) = (sum_r / k, sum_w / k, sum_n / k);
