@@ -39,8 +39,8 @@ pub enum PolicyCommand {
 
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
-    /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2`, `fair-v3`
-    /// or MODEL.onnx
+    /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2`, `fair-v3`,
+    /// `fair-v4` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model

@@ -1,8 +1,8 @@
 //! One decision of the learned policy: build the observation, run the
 //! network (the trainer's MLP, evaluated directly), pick the slot — with 128
 //! jobs queued (every slot real) and with 5,000 (the slots chosen from a
-//! deep queue), for a v1, a v2 (site-independent) and fair-v3 (v2 over wider
-//! slots); and the network
+//! deep queue), for a v1, a v2 (site-independent), fair-v3 (v2 over wider
+//! slots) and fair-v4 (v3 with widths on log scales); and the network
 //! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
@@ -104,6 +104,21 @@ fn decisions(c: &mut Criterion) {
                 let d = decision(&jobs, &mut queue, &started, &starts);
                 let obs = follow.observe(&d);
                 let logits = v3.logits(&obs).expect("runs");
+                std::hint::black_box(choose(&logits, None))
+            })
+        });
+    }
+    // fair-v4: v3's slots, widths on log scales (a third logarithm a
+    // slot); the network real runs use (not the committed one).
+    let v4 = slurp_fair::built_in("fair-v4").expect("fair-v4 loads");
+    for queued in [128usize, 5000] {
+        let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
+        let mut follow = slurp_fair::observe_v2::Follow::new(slurp_fair::Sight::V4);
+        group.bench_function(format!("{queued} queued, fair-v4"), |b| {
+            b.iter(|| {
+                let d = decision(&jobs, &mut queue, &started, &starts);
+                let obs = follow.observe(&d);
+                let logits = v4.logits(&obs).expect("runs");
                 std::hint::black_box(choose(&logits, None))
             })
         });

@@ -1,7 +1,7 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships, fair-v1), `fair-v2` and `fair-v3` (built in too, [`BUILT_IN`]),
-//! `fair:MODEL.onnx`, any with `+easy` to backfill around the task it
-//! chose while that waits.
+//! ships, fair-v1), `fair-v2`, `fair-v3` and `fair-v4` (built in too,
+//! [`BUILT_IN`]), `fair:MODEL.onnx`, any with `+easy` to backfill around the
+//! task it chose while that waits.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::Model;
 
 /// The names of the models built into the binary.
-pub const BUILT_IN: [&str; 3] = ["fair", "fair-v2", "fair-v3"];
+pub const BUILT_IN: [&str; 4] = ["fair", "fair-v2", "fair-v3", "fair-v4"];
 
 /// A `fair…` policy name, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +105,14 @@ mod tests {
                 backfill: false
             })
         );
-        assert_eq!(spec("fair-v4"), None, "not a name slurp knows");
+        assert_eq!(
+            spec("fair-v4+easy"),
+            Some(Spec {
+                model: Source::BuiltIn("fair-v4"),
+                backfill: true
+            })
+        );
+        assert_eq!(spec("fair-v5"), None, "not a name slurp knows");
         assert_eq!(
             spec("fair:m.onnx+easy"),
             Some(Spec {
@@ -119,7 +126,8 @@ mod tests {
             let sight = match name {
                 "fair" => crate::Sight::V1,
                 "fair-v2" => crate::Sight::V2,
-                _ => crate::Sight::V3,
+                "fair-v3" => crate::Sight::V3,
+                _ => crate::Sight::V4,
             };
             assert_eq!(model.sight, sight, "{name}");
         }
