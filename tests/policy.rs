@@ -660,24 +660,8 @@ task s time=1m: echo s >> order
 /// trails `fairshare+easy`.
 #[test]
 fn off_their_sites_fair_v2_v3_and_v4_are_fairer_than_every_heuristic_and_fair_v1_is_not() {
-    let judge = |model: &str| -> serde_json::Value {
-        let run = Test::new()
-            .args(&[
-                "policy",
-                "judge",
-                model,
-                "gen:large:5",
-                "gen:saturated:9",
-                "--samples",
-                "10",
-                "--json",
-            ])
-            .run()
-            .success();
-        serde_json::from_str(&run.stdout).unwrap()
-    };
-    let worst = |s: &serde_json::Value| s["worst_user_bounded_slowdown"].as_f64().unwrap();
-    let avg = |s: &serde_json::Value| s["avg_bounded_slowdown"].as_f64().unwrap();
+    let judge =
+        |model: &str| judge_json(&[model, "gen:large:5", "gen:saturated:9", "--samples", "10"]);
     let mut checked = 0;
     for (name, judged) in ["fair-v2", "fair-v3", "fair-v4"].map(|m| (m, judge(m))) {
         for cell in judged["cells"].as_array().unwrap() {
@@ -740,22 +724,15 @@ fn off_their_sites_fair_v2_v3_and_v4_are_fairer_than_every_heuristic_and_fair_v1
 #[test]
 fn fair_v4_commits_to_choices_fairly_where_fair_v3_cannot_see_widths() {
     let trace = repo().join("fair/tests/data/RICC-2010-2-sep.swf.xz");
-    let judge = |model: &str| -> serde_json::Value {
-        let run = Test::new()
-            .args(&[
-                "policy",
-                "judge",
-                model,
-                trace.to_str().unwrap(),
-                "--samples",
-                "10",
-                "--min-bsld",
-                "3",
-                "--json",
-            ])
-            .run()
-            .success();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let judge = |model: &str| {
+        let doc = judge_json(&[
+            model,
+            trace.to_str().unwrap(),
+            "--samples",
+            "10",
+            "--min-bsld",
+            "3",
+        ]);
         doc["cells"]
             .as_array()
             .unwrap()
@@ -764,8 +741,6 @@ fn fair_v4_commits_to_choices_fairly_where_fair_v3_cannot_see_widths() {
             .expect("the reference model's cell without backfilling")
             .clone()
     };
-    let worst = |s: &serde_json::Value| s["worst_user_bounded_slowdown"].as_f64().unwrap();
-    let avg = |s: &serde_json::Value| s["avg_bounded_slowdown"].as_f64().unwrap();
     let (v4, v3) = (judge("fair-v4"), judge("fair-v3"));
     let own = &v4["learned"];
     let rivals = v4["rivals"].as_array().unwrap();
@@ -787,4 +762,23 @@ fn fair_v4_commits_to_choices_fairly_where_fair_v3_cannot_see_widths() {
         worst(own),
         worst(&v3["learned"])
     );
+}
+
+/// `slurp policy judge ARGS... --json`, read.
+fn judge_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["policy", "judge"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let run = Test::new().args(&all).run().success();
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// A policy's worst user's mean bounded slowdown in `judge --json`'s figures.
+fn worst(s: &serde_json::Value) -> f64 {
+    s["worst_user_bounded_slowdown"].as_f64().unwrap()
+}
+
+/// Its average bounded slowdown.
+fn avg(s: &serde_json::Value) -> f64 {
+    s["avg_bounded_slowdown"].as_f64().unwrap()
 }
