@@ -511,12 +511,8 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         } else {
             slurp_sim::Model::Reference
         },
-        sight: match args.observation.as_str() {
-            "v2" => Sight::V2,
-            "v3" => Sight::V3,
-            "v4" => Sight::V4,
-            _ => Sight::V1,
-        },
+        // clap admits only the names `Sight` knows.
+        sight: Sight::from_name(&args.observation).unwrap_or(Sight::V1),
         mixed: args.mixed_backfill,
     };
     let sight = match &model {

@@ -343,9 +343,12 @@ fn evolve(
         }
         _ => Keep::Nothing,
     };
-    let sight = match (args.observation.as_deref(), &init) {
-        (Some("v3"), _) => Sight::V3,
-        (Some(_), _) => Sight::V4,
+    // clap admits only `v3` and `v4`.
+    let sight = match (
+        args.observation.as_deref().and_then(Sight::from_name),
+        &init,
+    ) {
+        (Some(asked), _) => asked,
         (None, Some((_, m))) if m.sight.wide() => m.sight,
         (None, _) => evolve::SIGHT,
     };

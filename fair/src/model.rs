@@ -66,6 +66,15 @@ pub enum Sight {
 }
 
 impl Sight {
+    /// Every observation, oldest first.
+    pub const ALL: [Sight; 4] = [Sight::V1, Sight::V2, Sight::V3, Sight::V4];
+
+    /// The observation called `name` (`v1` … `v4`, as [`Sight::name`]
+    /// writes it), if this slurp knows it.
+    pub fn from_name(name: &str) -> Option<Sight> {
+        Sight::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Sight::V1 => "v1",
@@ -198,25 +207,20 @@ impl Model {
                 .and_then(|v| v.get("observation"))
                 .and_then(|o| o.as_str().map(str::to_owned))
         });
-        let (sight, normalisers) = match said.as_deref() {
-            Some("v2") => (Sight::V2, Normalisers::NONE),
-            Some("v3") => (Sight::V3, Normalisers::NONE),
-            Some("v4") => (Sight::V4, Normalisers::NONE),
-            Some("v1") | None => {
-                let normalisers = match beside {
-                    Some(v) => serde_json::from_value(v).map_err(|e| bad(e.to_string()))?,
-                    None => fallback.ok_or_else(|| bad("missing".into()))?,
-                };
-                (Sight::V1, normalisers)
-            }
-            Some(other) => {
-                return Err(ModelError::Shape {
-                    path: path.to_owned(),
-                    reason: format!(
-                        "it was trained on observation `{other}`, which this slurp does not know (v1, v2, v3, v4)"
-                    ),
-                });
-            }
+        let sight = match said.as_deref() {
+            None => Sight::V1,
+            Some(name) => Sight::from_name(name).ok_or_else(|| ModelError::Shape {
+                path: path.to_owned(),
+                reason: format!(
+                    "it was trained on observation `{name}`, which this slurp does not know ({})",
+                    Sight::ALL.map(Sight::name).join(", ")
+                ),
+            })?,
+        };
+        let normalisers = match (sight, beside) {
+            (Sight::V1, Some(v)) => serde_json::from_value(v).map_err(|e| bad(e.to_string()))?,
+            (Sight::V1, None) => fallback.ok_or_else(|| bad("missing".into()))?,
+            _ => Normalisers::NONE,
         };
         let committed = match proto.metadata_props.iter().find(|p| p.key == COMMITTED) {
             None => None,

@@ -322,6 +322,7 @@ pub struct Follow {
     ends: BinaryHeap<Reverse<(u64, u32)>>,
     /// v3's slots ([`wide_slots`]) rather than v1's.
     wide: bool,
+    /// v4's logarithms of the widths (features 1 and 8) or v2's shares.
     widths: Widths,
 }
 

@@ -223,5 +223,13 @@ fn the_model_file_says_which_observation_it_sees() {
     assert_eq!(Model::load(&path, None).unwrap().sight, Sight::V2);
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
-    assert!(err.contains("observation `v9`"), "{err}");
+    assert!(
+        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4)"),
+        "{err}"
+    );
+    // Each observation's name reads back as itself, and only those.
+    for sight in Sight::ALL {
+        assert_eq!(Sight::from_name(sight.name()), Some(sight));
+    }
+    assert_eq!(Sight::from_name("v9"), None);
 }
