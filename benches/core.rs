@@ -1,5 +1,7 @@
 //! Scheduler decision cost: with 100,000 tasks queued, one task ends and
-//! the core decides what starts in its place, on a fake clock.
+//! the core decides what starts in its place, on a fake clock. Then the
+//! learned policy in a real run's shape: a 10,000-line file (each line its
+//! own "user") on 2 cores, as `slurp --policy fair-v4 t10k.txt` runs it.
 //!
 //!     cargo bench --bench core
 
@@ -88,9 +90,97 @@ fn decisions(c: &mut Criterion) {
     group.finish();
 }
 
+/// A 10,000-line file of one-core tasks without time limits on 2 cores,
+/// its learned chooser the built-in `name`'s, as a real run builds it.
+fn learned_core(name: &str, lines: usize) -> (Core, Vec<TaskId>) {
+    use slurp_fair::chooser::Task;
+    let model = std::sync::Arc::new(slurp_fair::built_in(name).expect("a built-in model"));
+    let capacity = Capacity {
+        cores_per_node: 2,
+        ..CAPACITY
+    };
+    let jobs = (0..lines)
+        .map(|i| Job {
+            request: Request {
+                ntasks: 1,
+                cores: 1,
+                gpus: 0,
+                mem: 0,
+                nodes: 0,
+            },
+            time_limit: None,
+            retries: 0,
+            user: i as u32,
+        })
+        .collect();
+    let tasks: Vec<Task> = (0..lines)
+        .map(|i| Task {
+            cores: 1,
+            time_limit: None,
+            user: i as i64,
+        })
+        .collect();
+    let mut core = Core::new(
+        capacity,
+        PolicyKind::EASY,
+        jobs,
+        |_| Vec::<u32>::new(),
+        Time(0),
+    );
+    let chooser = slurp_fair::chooser::Learned::for_tasks(model, &tasks, 2, None);
+    core.set_chooser(Time(0), Box::new(chooser));
+    core.schedule(Time(0));
+    let running = core
+        .drain()
+        .filter_map(|e| match e {
+            Event::Start { task, .. } => Some(task),
+            _ => None,
+        })
+        .collect();
+    (core, running)
+}
+
+fn learned(c: &mut Criterion) {
+    const LINES: usize = 10_000;
+    let mut group = c.benchmark_group("real run of 10,000 lines on 2 cores");
+    for name in ["fair-v4", "fair-v3", "fair"] {
+        group.bench_function(
+            format!("{name}+easy: one task ends, the next starts"),
+            |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    let mut done = 0;
+                    while done < iters {
+                        let (mut core, mut running) = learned_core(name, LINES);
+                        let mut now = Time(0);
+                        // The first half of the run: the queue stays deep.
+                        let batch = (iters - done).min(LINES as u64 / 2);
+                        let start = Instant::now();
+                        for _ in 0..batch {
+                            now = Time(now.0 + 1);
+                            let task = running.swap_remove(0);
+                            core.on_finished(now, task, Outcome::Success);
+                            core.schedule(now);
+                            for event in core.drain() {
+                                if let Event::Start { task, .. } = event {
+                                    running.push(task);
+                                }
+                            }
+                        }
+                        total += start.elapsed();
+                        done += batch;
+                    }
+                    total
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(5));
-    targets = decisions
+    targets = decisions, learned
 }
 criterion_main!(benches);

@@ -239,7 +239,11 @@ pub(crate) fn projected(
     user: i64,
     secs: u64,
 ) -> Option<f64> {
-    let u = standing.user(user);
+    projected_of(standing.user(user), waiting, user, secs)
+}
+
+/// [`projected`], `u` being `user`'s standing (looked up already).
+fn projected_of(u: User, waiting: &Waiting, user: i64, secs: u64) -> Option<f64> {
     let (sum, count) = waiting.at(user, secs);
     let n = u.jobs + count;
     (n > 0).then(|| (u.sum + sum) / f64::from(n))
@@ -477,6 +481,16 @@ where
     out
 }
 
+/// A shown job's logarithms (base 10): of its estimate, of one more than
+/// its wait, of its width (v4; 0 otherwise) and of its slowdown so far.
+#[derive(Debug, Clone, Copy)]
+struct Logs {
+    r: f64,
+    w: f64,
+    n: f64,
+    slowdown: f64,
+}
+
 fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
@@ -501,21 +515,29 @@ pub fn observe(
     let mut logs = Vec::with_capacity(shown.len());
     let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
     let logs_of_widths = widths == Widths::Logs;
+    // A slot like the one before it (in a real run, tasks of one line or
+    // one time limit, queued together) reuses its logarithms.
+    let mut before: Option<(&Shown, Logs)> = None;
     for s in shown {
-        let (lr, lw) = (
-            (s.estimate.max(1) as f64).log10(),
-            (1.0 + s.wait as f64).log10(),
-        );
+        let same = |f: fn(&Shown) -> u64| before.filter(|(b, _)| f(b) == f(s)).map(|(_, l)| l);
+        let r = same(|s| s.estimate).map_or_else(|| (s.estimate.max(1) as f64).log10(), |l| l.r);
+        let w = same(|s| s.wait).map_or_else(|| (1.0 + s.wait as f64).log10(), |l| l.w);
         // Only v4 pays for a third logarithm a slot.
-        let ln = if logs_of_widths {
-            (s.cores.max(1) as f64).log10()
-        } else {
-            0.0
+        let n = match same(|s| s.cores) {
+            Some(l) => l.n,
+            None if logs_of_widths => (s.cores.max(1) as f64).log10(),
+            None => 0.0,
         };
-        sum_r += lr;
-        sum_w += lw;
-        sum_n += ln;
-        logs.push((lr, lw, ln));
+        let slowdown = match before.filter(|(b, _)| (b.wait, b.estimate) == (s.wait, s.estimate)) {
+            Some((_, l)) => l.slowdown,
+            None => slowdown(s.wait, s.estimate).log10(),
+        };
+        let these = Logs { r, w, n, slowdown };
+        before = Some((s, these));
+        sum_r += r;
+        sum_w += w;
+        sum_n += n;
+        logs.push(these);
     }
     // The shown jobs' users, sorted: a user's count is the length of its
     // run (no hashing at every decision). v4 does not count them.
@@ -536,11 +558,12 @@ pub fn observe(
     let shares = standing.shares.at(now);
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
-    for (slot, (s, &(lr, lw, ln))) in shown.iter().zip(&logs).enumerate() {
+    for (slot, (s, l)) in shown.iter().zip(&logs).enumerate() {
+        let (lr, lw, ln) = (l.r, l.w, l.n);
         let u = standing.user(s.user);
         let mean = match projection {
             None => (u.jobs > 0).then_some(u.mean),
-            Some(p) => projected(standing, p.waiting, s.user, secs),
+            Some(p) => projected_of(u, p.waiting, s.user, secs),
         };
         let relative = match mean {
             Some(m) if largest > 0.0 => (m / largest) as f32,
@@ -560,7 +583,7 @@ pub fn observe(
         features.extend_from_slice(&[
             width,
             clip((lr - log_r) / 2.0, -1.0, 1.0),
-            clip(slowdown(s.wait, s.estimate).log10() / 3.0, 0.0, 1.0),
+            clip(l.slowdown / 3.0, 0.0, 1.0),
             clip((lw - log_w) / 3.0, -1.0, 1.0),
             relative,
             factor,
