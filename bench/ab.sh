@@ -21,16 +21,11 @@ cc -O2 -pthread -o "$work/spawn_floor" bench/spawn_floor.c
 cd "$work"
 cores=$(nproc)
 echo "task t[i=1..10000]: /bin/true" > sweep.slurp
-{
-  echo "task t1: /bin/true"
-  for i in $(seq 2 2000); do echo "task t$i after=t$((i - 1)): /bin/true"; done
-} > chain.slurp
+chain_file 2000 > chain.slurp
 # Its own CPU, in seconds: user + system of the process without its children.
 own_cpu() {
   perf stat --no-inherit -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 / 1000 }'
 }
-declare -A t
-add() { t[$1]="${t[$1]:-} $2"; }
 for _ in $(seq "$rounds"); do
   add floor "$(seconds ./spawn_floor 10000 "$cores" /bin/true)"
   add loop "$(seconds sh -c 'for i in $(seq 2000); do /bin/true; done')"
@@ -45,7 +40,6 @@ for _ in $(seq "$rounds"); do
     fi
   done
 done
-m() { printf '%s\n' ${t[$1]:-0} | median; }
 echo "A/B: $rounds interleaved rounds, medians (before: $1, after: $2)"
 printf '  posix_spawn floor, 10,000 x true   %6.2f s\n' "$(m floor)"
 printf '  shell loop, 2,000 x true           %6.2f s\n' "$(m loop)"

@@ -19,12 +19,7 @@ cc -O2 -pthread -o "$work/launch_designs" bench/launch_designs.c
 cd "$work"
 cores=$(nproc)
 echo "task t[i=1..$n]: /bin/true" > sweep.slurp
-{
-  echo "task t1: /bin/true"
-  for i in $(seq 2 2000); do echo "task t$i after=t$((i - 1)): /bin/true"; done
-} > chain.slurp
-declare -A t
-add() { t[$1]="${t[$1]:-} $2"; }
+chain_file 2000 > chain.slurp
 for _ in $(seq "$rounds"); do
   for bind in 1 0; do
     for shape in floor loop handoff; do
@@ -38,7 +33,6 @@ for _ in $(seq "$rounds"); do
   add chain-loop "$(seconds ./launch_designs loop 2000 1 /bin/true)"
   add chain-slurp "$(seconds "$slurp" -q --no-journal chain.slurp)"
 done
-m() { printf '%s\n' ${t[$1]} | median; }
 floor=$(m floor-1)
 echo "launch shapes: $n x /bin/true on $cores cores, medians of $rounds interleaved rounds"
 printf '  %-34s %8s %8s   (ratios to the bound floor, %.2f s)\n' "" bound unbound "$floor"

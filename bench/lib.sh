@@ -20,3 +20,13 @@ scratch() {
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 }
+# Timings by name, taken round by round: `add NAME SECONDS` keeps one,
+# `m NAME` prints the median of a name's (0 when it has none).
+declare -A t
+add() { t[$1]="${t[$1]:-} $2"; }
+m() { printf '%s\n' ${t[$1]:-0} | median; }
+# A chain of N `/bin/true`, each `after` the one before it, in slurp's language.
+chain_file() {
+  echo "task t1: /bin/true"
+  for i in $(seq 2 "$1"); do echo "task t$i after=t$((i - 1)): /bin/true"; done
+}

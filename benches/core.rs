@@ -37,7 +37,17 @@ fn full_core(policy: PolicyKind) -> (Core, Vec<TaskId>) {
             user: (i % 100) as u32,
         })
         .collect();
-    let mut core = Core::new(CAPACITY, policy, jobs, |_| Vec::<u32>::new(), Time(0));
+    started(Core::new(
+        CAPACITY,
+        policy,
+        jobs,
+        |_| Vec::<u32>::new(),
+        Time(0),
+    ))
+}
+
+/// `core` after its first scheduling pass, and the tasks that pass started.
+fn started(mut core: Core) -> (Core, Vec<TaskId>) {
     core.schedule(Time(0));
     let running = core
         .drain()
@@ -60,31 +70,8 @@ fn decisions(c: &mut Criterion) {
         fairshare(Backfill::Easy),
     ] {
         group.bench_function(policy.to_string(), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut done = 0;
-                while done < iters {
-                    let (mut core, mut running) = full_core(policy);
-                    let mut now = Time(0);
-                    // Stop well before the queue runs dry, so it stays deep.
-                    let batch = (iters - done).min(QUEUED as u64 / 2);
-                    let start = Instant::now();
-                    for _ in 0..batch {
-                        now = Time(now.0 + 1000);
-                        let task = running.swap_remove(0);
-                        core.on_finished(now, task, Outcome::Success);
-                        core.schedule(now);
-                        for event in core.drain() {
-                            if let Event::Start { task, .. } = event {
-                                running.push(task);
-                            }
-                        }
-                    }
-                    total += start.elapsed();
-                    done += batch;
-                }
-                total
-            })
+            // Stop well before the queue runs dry, so it stays deep.
+            b.iter_custom(|iters| turnover(iters, QUEUED / 2, 1000, || full_core(policy)))
         });
     }
     group.finish();
@@ -129,15 +116,7 @@ fn learned_core(name: &str, lines: usize) -> (Core, Vec<TaskId>) {
     );
     let chooser = slurp_fair::chooser::Learned::for_tasks(model, &tasks, 2, None);
     core.set_chooser(Time(0), Box::new(chooser));
-    core.schedule(Time(0));
-    let running = core
-        .drain()
-        .filter_map(|e| match e {
-            Event::Start { task, .. } => Some(task),
-            _ => None,
-        })
-        .collect();
-    (core, running)
+    started(core)
 }
 
 fn learned(c: &mut Criterion) {
@@ -147,35 +126,45 @@ fn learned(c: &mut Criterion) {
         group.bench_function(
             format!("{name}+easy: one task ends, the next starts"),
             |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    let mut done = 0;
-                    while done < iters {
-                        let (mut core, mut running) = learned_core(name, LINES);
-                        let mut now = Time(0);
-                        // The first half of the run: the queue stays deep.
-                        let batch = (iters - done).min(LINES as u64 / 2);
-                        let start = Instant::now();
-                        for _ in 0..batch {
-                            now = Time(now.0 + 1);
-                            let task = running.swap_remove(0);
-                            core.on_finished(now, task, Outcome::Success);
-                            core.schedule(now);
-                            for event in core.drain() {
-                                if let Event::Start { task, .. } = event {
-                                    running.push(task);
-                                }
-                            }
-                        }
-                        total += start.elapsed();
-                        done += batch;
-                    }
-                    total
-                })
+                // The first half of the run: the queue stays deep.
+                b.iter_custom(|iters| turnover(iters, LINES / 2, 1, || learned_core(name, LINES)))
             },
         );
     }
     group.finish();
+}
+
+/// The time of `iters` turnovers (one running task ends, `step_ms` after
+/// the last, and the core starts what it decides in its place) on cores
+/// that `build` makes, at most `batch` on each before it is built again.
+fn turnover(
+    iters: u64,
+    batch: usize,
+    step_ms: u64,
+    build: impl Fn() -> (Core, Vec<TaskId>),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let (mut core, mut running) = build();
+        let mut now = Time(0);
+        let batch = (iters - done).min(batch as u64);
+        let start = Instant::now();
+        for _ in 0..batch {
+            now = Time(now.0 + step_ms);
+            let task = running.swap_remove(0);
+            core.on_finished(now, task, Outcome::Success);
+            core.schedule(now);
+            for event in core.drain() {
+                if let Event::Start { task, .. } = event {
+                    running.push(task);
+                }
+            }
+        }
+        total += start.elapsed();
+        done += batch;
+    }
+    total
 }
 
 criterion_group! {
