@@ -93,18 +93,25 @@ static void *floor_thread(void *arg) {
 }
 
 /* loop */
+
+/* Starts slot k's next child and watches it through a pidfd in `ep`. */
+static void start_watched(int ep, int k, pid_t *pids, int *fds) {
+    pids[k] = start(k);
+    fds[k] = (int)syscall(SYS_pidfd_open, pids[k], 0);
+    struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
+    if (fds[k] < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[k], &e) < 0)
+        die("pidfd");
+}
+
 static void one_loop(long n) {
     int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        die("epoll_create1");
     pid_t pids[256];
     int fds[256];
     long started = 0, ended = 0;
-    for (int k = 0; k < slots && started < n; k++, started++) {
-        pids[k] = start(k);
-        fds[k] = (int)syscall(SYS_pidfd_open, pids[k], 0);
-        struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
-        if (fds[k] < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[k], &e) < 0)
-            die("pidfd");
-    }
+    for (int k = 0; k < slots && started < n; k++, started++)
+        start_watched(ep, k, pids, fds);
     while (ended < n) {
         struct epoll_event es[256];
         int m = epoll_wait(ep, es, 256, -1);
@@ -116,11 +123,7 @@ static void one_loop(long n) {
             ended++;
             if (started < n) {
                 started++;
-                pids[k] = start(k);
-                fds[k] = (int)syscall(SYS_pidfd_open, pids[k], 0);
-                struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
-                if (fds[k] < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[k], &e) < 0)
-                    die("pidfd");
+                start_watched(ep, k, pids, fds);
             }
         }
     }
@@ -149,8 +152,11 @@ static void handoff(long n) {
         to_runner[k] = eventfd(0, EFD_CLOEXEC);
         from_runner[k] = eventfd(0, EFD_CLOEXEC);
         struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
-        epoll_ctl(ep, EPOLL_CTL_ADD, from_runner[k], &e);
-        pthread_create(&t[k], NULL, runner, (void *)k);
+        if (to_runner[k] < 0 || from_runner[k] < 0 ||
+            epoll_ctl(ep, EPOLL_CTL_ADD, from_runner[k], &e) < 0)
+            die("eventfd");
+        if (pthread_create(&t[k], NULL, runner, (void *)k) != 0)
+            die("pthread_create");
     }
     long started = 0, ended = 0;
     uint64_t go = 1, stop = 2;
@@ -197,7 +203,8 @@ int main(int argc, char **argv) {
         atomic_store(&left, n);
         pthread_t t[256];
         for (long k = 0; k < slots; k++)
-            pthread_create(&t[k], NULL, floor_thread, (void *)k);
+            if (pthread_create(&t[k], NULL, floor_thread, (void *)k) != 0)
+                die("pthread_create");
         for (int k = 0; k < slots; k++)
             pthread_join(t[k], NULL);
     } else if (!strcmp(argv[1], "loop")) {

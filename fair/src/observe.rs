@@ -210,7 +210,7 @@ pub fn interleave(
 /// The first SLOTS jobs of several orders of a queue, taken in turn from
 /// each (one from the first, one from the second, …), a job shown once.
 pub fn interleave_all(orders: &mut [&mut dyn Iterator<Item = u32>]) -> Vec<u32> {
-    let mut shown = Shown::default();
+    let mut shown = ShownIds::default();
     let mut out = Vec::with_capacity(SLOTS);
     let mut spent = vec![false; orders.len()];
     while out.len() < SLOTS && spent.iter().any(|s| !s) {
@@ -227,30 +227,31 @@ pub fn interleave_all(orders: &mut [&mut dyn Iterator<Item = u32>]) -> Vec<u32> 
     out
 }
 
-/// The jobs shown so far in one interleaving: at most SLOTS of them, so a
-/// table of four times that many entries, probed linearly, stays sparse.
-/// In a real run the orders often agree (tasks of one time limit and one
-/// core) and each skips the jobs the others showed: hundreds of membership
-/// tests a decision, which `FnvHashSet` made a tenth of its time.
-struct Shown {
+/// The ids of the jobs shown so far in one interleaving: at most SLOTS of
+/// them, so a table of four times that many entries, probed linearly,
+/// stays sparse. In a real run the orders often agree (tasks of one time
+/// limit and one core) and each skips the jobs the others showed: hundreds
+/// of membership tests a decision, which an `FnvHashSet` made about a tenth
+/// of a decision's time in `benches/core.rs`' real-run case.
+struct ShownIds {
     /// `job + 1`; 0 is an empty entry.
-    table: [u32; Shown::SIZE],
+    table: [u32; ShownIds::SIZE],
     /// Whether `u32::MAX` (whose `job + 1` would be 0) was shown.
     last: bool,
 }
 
-impl Default for Shown {
-    fn default() -> Shown {
-        Shown {
-            table: [0; Shown::SIZE],
+impl Default for ShownIds {
+    fn default() -> ShownIds {
+        ShownIds {
+            table: [0; ShownIds::SIZE],
             last: false,
         }
     }
 }
 
-impl Shown {
+impl ShownIds {
     const SIZE: usize = 4 * SLOTS;
-    const _POWER_OF_TWO: () = assert!(Shown::SIZE.is_power_of_two());
+    const _POWER_OF_TWO: () = assert!(ShownIds::SIZE.is_power_of_two());
 
     /// Adds `job`; false if it was there already. At most SLOTS jobs are
     /// added (each one added is shown), so the table never fills.
@@ -262,7 +263,7 @@ impl Shown {
         // Fibonacci hashing: the top bits of the product spread
         // consecutive ids over the table.
         let mut at =
-            (job.wrapping_mul(0x9E37_79B9) >> (32 - Shown::SIZE.trailing_zeros())) as usize;
+            (job.wrapping_mul(0x9E37_79B9) >> (32 - ShownIds::SIZE.trailing_zeros())) as usize;
         loop {
             match self.table[at] {
                 0 => {
@@ -270,7 +271,7 @@ impl Shown {
                     return true;
                 }
                 k if k == key => return false,
-                _ => at = (at + 1) % Shown::SIZE,
+                _ => at = (at + 1) % ShownIds::SIZE,
             }
         }
     }

@@ -488,7 +488,7 @@ struct Logs {
     r: f64,
     w: f64,
     n: f64,
-    slowdown: f64,
+    slow: f64,
 }
 
 fn clip(x: f64, lo: f64, hi: f64) -> f32 {
@@ -528,11 +528,11 @@ pub fn observe(
             None if logs_of_widths => (s.cores.max(1) as f64).log10(),
             None => 0.0,
         };
-        let slowdown = match before.filter(|(b, _)| (b.wait, b.estimate) == (s.wait, s.estimate)) {
-            Some((_, l)) => l.slowdown,
+        let slow = match before.filter(|(b, _)| (b.wait, b.estimate) == (s.wait, s.estimate)) {
+            Some((_, l)) => l.slow,
             None => slowdown(s.wait, s.estimate).log10(),
         };
-        let these = Logs { r, w, n, slowdown };
+        let these = Logs { r, w, n, slow };
         before = Some((s, these));
         sum_r += r;
         sum_w += w;
@@ -559,7 +559,6 @@ pub fn observe(
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, l)) in shown.iter().zip(&logs).enumerate() {
-        let (lr, lw, ln) = (l.r, l.w, l.n);
         let u = standing.user(s.user);
         let mean = match projection {
             None => (u.jobs > 0).then_some(u.mean),
@@ -576,15 +575,15 @@ pub fn observe(
                 (shown_of(s.user) as f64 / k) as f32,
             ),
             Widths::Logs => (
-                clip(1.0 + (ln - log_c) / 6.0, 0.0, 1.0),
-                clip((ln - log_n) / 2.0, -1.0, 1.0),
+                clip(1.0 + (l.n - log_c) / 6.0, 0.0, 1.0),
+                clip((l.n - log_n) / 2.0, -1.0, 1.0),
             ),
         };
         features.extend_from_slice(&[
             width,
-            clip((lr - log_r) / 2.0, -1.0, 1.0),
-            clip(l.slowdown / 3.0, 0.0, 1.0),
-            clip((lw - log_w) / 3.0, -1.0, 1.0),
+            clip((l.r - log_r) / 2.0, -1.0, 1.0),
+            clip(l.slow / 3.0, 0.0, 1.0),
+            clip((l.w - log_w) / 3.0, -1.0, 1.0),
             relative,
             factor,
             clip(u.running as f64 / c, 0.0, 1.0),
