@@ -112,9 +112,14 @@ struct RunArgs {
     no_bind: bool,
     /// Task output: `group` (each task's output whole when it ends), `tag`
     /// (lines as they come, prefixed with the task id), `files` (under
-    /// .slurp/runs/RUN/out/), `none`
-    #[arg(long, value_name = "MODE", default_value = "group", value_parser = ["group", "tag", "files", "none"])]
+    /// .slurp/runs/RUN/out/), `none`, `ungroup` (as the tasks write it,
+    /// straight to slurp's stdout and stderr: lines of tasks running at
+    /// once may mix; the fastest)
+    #[arg(long, value_name = "MODE", default_value = "group", value_parser = ["group", "tag", "files", "none", "ungroup"])]
     output: String,
+    /// `--output ungroup` (GNU parallel's `-u`)
+    #[arg(short = 'u', long, conflicts_with_all = ["output", "tag", "keep_order"])]
+    ungroup: bool,
     /// When to stop early: `never`; `soon` (start nothing more) or `now`
     /// (also stop running tasks) on the first task that fails for good; or
     /// as GNU parallel writes it, `soon|now,fail|success|done=N|P%` (after
@@ -1696,6 +1701,8 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         named,
         bind,
         output: match args.output.as_str() {
+            _ if args.ungroup => OutputMode::Ungroup,
+            "ungroup" => OutputMode::Ungroup,
             "tag" => OutputMode::Tag,
             "files" => OutputMode::Files,
             "none" => OutputMode::None,
@@ -1767,7 +1774,7 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
     let mode = if nested {
         crate::progress::Mode::Off
     } else {
-        crate::progress::Mode::choose(args.quiet, every)
+        crate::progress::Mode::choose(args.quiet, options.output == OutputMode::Ungroup, every)
     };
     let progress = crate::progress::Progress::new(&loaded.program, mode);
     let mut console = crate::console::Console::new(options.output, progress);
@@ -1903,7 +1910,7 @@ fn submit(
     };
     let progress = crate::progress::Progress::new(
         &loaded.program,
-        crate::progress::Mode::choose(args.quiet, every),
+        crate::progress::Mode::choose(args.quiet, options.output == OutputMode::Ungroup, every),
     );
     let mut console = crate::console::Console::new(options.output, progress);
     let mut slurm = slurp_runtime::backend::slurm::Slurm::default();

@@ -37,11 +37,13 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// What the terminal and the flags allow.
-    pub fn choose(quiet: bool, progress: Option<Duration>) -> Mode {
+    /// What the terminal and the flags allow. `ungrouped`: the tasks
+    /// write to the terminal themselves, and would tear the bars apart.
+    pub fn choose(quiet: bool, ungrouped: bool, progress: Option<Duration>) -> Mode {
         let terminal = io::stdout().is_terminal() && io::stderr().is_terminal();
         match (quiet, terminal, progress) {
             (true, _, _) => Mode::Off,
+            (false, true, _) if ungrouped => Mode::Off,
             (false, true, _) => Mode::Bars,
             (false, false, Some(every)) => Mode::Lines(every),
             (false, false, None) => Mode::Off,

@@ -75,6 +75,9 @@ const CASES: &[Case] = &[
     // Sources: values, crossed, linked, files, standard input.
     unordered(&["echo", ":::", "a", "b", "c"]),
     unordered(&["echo", "{}", ":::", "a", "b", "c"]),
+    // Output as the jobs write it, not held per job.
+    unordered(&["-u", "echo", "{}", ":::", "a", "b", "c"]),
+    case(&["-u", "-j1", "echo", "{#}", ":::", "a", "b", "c"]),
     case(&["-k", "echo", "{}", ":::", "a", "b", "c"]),
     case(&["-k", "echo", ":::", "a", "b", ":::", "1", "2"]),
     case(&["-k", "echo", "{2}", "{1}", ":::", "a", "b", ":::", "1", "2"]),

@@ -253,6 +253,47 @@ fn output_modes_tag_files_none() {
     assert!(none.stdout.is_empty());
 }
 
+/// `--output ungroup` (`-u`): the tasks write to slurp's own stdout and
+/// stderr as they go, so lines of tasks running together mix in the order
+/// they were written, where `group` holds each task's output until it
+/// ends. The two tasks hand over through files, so the order is fixed.
+#[test]
+fn ungroup_passes_output_through_as_it_is_written() {
+    let file = "task a: sh -c 'echo a1; touch ready; while [ ! -e done ]; do sleep 0.01; done; echo a2; echo a-err >&2'
+task b: sh -c 'while [ ! -e ready ]; do sleep 0.01; done; echo b1; touch done'
+";
+    let ungrouped = Test::new()
+        .file("w.slurp", file)
+        .args(&["--cores", "2", "-u", "w.slurp"])
+        .run()
+        .success();
+    assert_eq!(ungrouped.stdout, "a1\nb1\na2\n");
+    assert!(ungrouped.stderr.contains("a-err\n"), "{}", ungrouped.stderr);
+    let grouped = Test::new()
+        .file("w.slurp", file)
+        .args(&["--cores", "2", "w.slurp"])
+        .run()
+        .success();
+    assert_eq!(grouped.stdout, "b1\na1\na2\n");
+    // A failure is still reported, by its exit status (its stderr went
+    // by as it was written: there is no tail to show).
+    let failed = Test::new()
+        .file("w.slurp", "task bad: sh -c 'echo why >&2; exit 3'\n")
+        .args(&["--output", "ungroup", "w.slurp"])
+        .run();
+    assert_eq!(failed.status, 1);
+    failed.stderr_has(&["why\n", "1 failed", "bad", "exit status 3"]);
+    // Options that need each task's output whole are refused with it.
+    for (with, what) in [("--tag", "--tag"), ("-k", "--keep-order")] {
+        let refused = Test::new()
+            .file("w.slurp", "true\n")
+            .args(&["-u", with, "w.slurp"])
+            .run();
+        assert_eq!(refused.status, 2);
+        refused.stderr_has(&[what, "cannot be used with"]);
+    }
+}
+
 #[test]
 fn invalid_workflows_run_nothing_and_exit_2() {
     let test = Test::new().file("w.slurp", "touch ran\ntask b after=nope: touch ran2\n");

@@ -1160,7 +1160,8 @@ impl Driver<'_> {
         let name = self.name(i, finished.task);
         let workflow = self.program.workflow(self.instances[i].workflow);
         let stderr: &[u8] = match self.opts.output {
-            OutputMode::Group => &finished.stderr,
+            // (`ungroup`: only a Flux job's, read back from its file.)
+            OutputMode::Group | OutputMode::Ungroup => &finished.stderr,
             _ => &[],
         };
         self.shown.attempt(

@@ -340,7 +340,8 @@ fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
                     }
                 }
             }
-            OutputMode::Group | OutputMode::None | OutputMode::Files => {
+            // (`ungroup` makes no pipes; read plainly if one came.)
+            OutputMode::Group | OutputMode::None | OutputMode::Files | OutputMode::Ungroup => {
                 let whole = mode == OutputMode::Group;
                 let mut stream = stream;
                 let mut buf = [0u8; 8192];

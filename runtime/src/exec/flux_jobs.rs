@@ -425,7 +425,9 @@ pub async fn run_attempt(
         stderr.extend(format!("flux: job exception {kind}: {note}\n").into_bytes());
     }
     finished.stderr_tail = tail(&stderr);
-    if launch.mode == OutputMode::Group {
+    // A Flux job's output comes back from its files once it has ended, so
+    // `ungroup` shows it whole too.
+    if matches!(launch.mode, OutputMode::Group | OutputMode::Ungroup) {
         finished.stdout = stdout;
         finished.stderr = stderr;
     }

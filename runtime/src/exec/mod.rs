@@ -59,6 +59,11 @@ pub enum OutputMode {
     Files,
     /// Discarded.
     None,
+    /// Straight to slurp's own stdout and stderr, as the tasks write it
+    /// (GNU parallel's `--ungroup`, and what `xargs` and a shell loop do):
+    /// lines of tasks running together may mix, and nothing is kept for
+    /// the summary of a failure. No pipes: the cheapest start.
+    Ungroup,
 }
 
 /// One rank's place.
@@ -464,10 +469,10 @@ fn wait_each(
         .collect()
 }
 
-/// One rank's stdout and stderr: the child's ends, and the parent's read
-/// ends where output is captured.
+/// One rank's stdout and stderr: the child's ends (`None`: slurp's own),
+/// and the parent's read ends where output is captured.
 struct Streams {
-    child: [OwnedFd; 2],
+    child: [Option<OwnedFd>; 2],
     read: [Option<OwnedFd>; 2],
 }
 
@@ -486,18 +491,24 @@ fn streams(
     };
     Ok(match (files, mode) {
         (Some((out, err)), _) => Streams {
-            child: [dup(out)?, dup(err)?],
+            child: [Some(dup(out)?), Some(dup(err)?)],
+            read: [None, None],
+        },
+        (None, OutputMode::Ungroup) => Streams {
+            child: [None, None],
             read: [None, None],
         },
         (None, OutputMode::None) => {
             let (err_r, err_w) = pipe()?;
             Streams {
                 child: [
-                    dev_null()?
-                        .try_clone()
-                        .map(OwnedFd::from)
-                        .map_err(|e| format!("cannot open /dev/null: {e}"))?,
-                    err_w,
+                    Some(
+                        dev_null()?
+                            .try_clone()
+                            .map(OwnedFd::from)
+                            .map_err(|e| format!("cannot open /dev/null: {e}"))?,
+                    ),
+                    Some(err_w),
                 ],
                 read: [None, Some(err_r)],
             }
@@ -506,7 +517,7 @@ fn streams(
             let (out_r, out_w) = pipe()?;
             let (err_r, err_w) = pipe()?;
             Streams {
-                child: [out_w, err_w],
+                child: [Some(out_w), Some(err_w)],
                 read: [Some(out_r), Some(err_r)],
             }
         }
@@ -625,8 +636,12 @@ fn spawn_ranks(
             pgid: started.first().map_or(0, |s| s.pid),
             fds: [
                 stdin.as_raw_fd(),
-                streams.child[0].as_raw_fd(),
-                streams.child[1].as_raw_fd(),
+                streams.child[0]
+                    .as_ref()
+                    .map_or(libc::STDOUT_FILENO, |fd| fd.as_raw_fd()),
+                streams.child[1]
+                    .as_ref()
+                    .map_or(libc::STDERR_FILENO, |fd| fd.as_raw_fd()),
             ],
             cgroup: cgroup.unwrap_or(-1),
             pmi: pmi_ends.get(rank).map_or(-1, |fd| fd.as_raw_fd()),
