@@ -82,7 +82,7 @@ pub struct Learned {
     /// largest projected mean (`kept.rs`); kept empty for v1 and v2, whose
     /// decisions read none of them.
     wide: bool,
-    by_user: fnv::FnvHashMap<i64, BTreeSet<(u64, u32)>>,
+    by_user: rustc_hash::FxHashMap<i64, BTreeSet<(u64, u32)>>,
     turns: Turns,
     pending: Waiting,
     largest: Largest,
@@ -214,7 +214,7 @@ impl Learned {
             waiting: BTreeSet::new(),
             shortest: BTreeSet::new(),
             narrowest: BTreeSet::new(),
-            by_user: fnv::FnvHashMap::default(),
+            by_user: rustc_hash::FxHashMap::default(),
             turns: Turns::default(),
             pending: Waiting::default(),
             largest: Largest::default(),

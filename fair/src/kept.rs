@@ -20,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 use slurp_runtime::core::Time;
 
 use crate::observe::SLOTS;
@@ -40,7 +40,7 @@ enum Place {
 pub struct Turns {
     idle: BTreeSet<(u64, u64, u32, i64)>,
     active: BTreeSet<i64>,
-    places: FnvHashMap<i64, Place>,
+    places: FxHashMap<i64, Place>,
     /// The fair-share origin the idle ranks were taken at.
     origin: f64,
 }
@@ -90,7 +90,7 @@ impl Turns {
         &mut self,
         standing: &Standing,
         now: Time,
-        by_user: &FnvHashMap<i64, BTreeSet<(u64, u32)>>,
+        by_user: &FxHashMap<i64, BTreeSet<(u64, u32)>>,
     ) -> Vec<u32> {
         if standing.shares.origin() != self.origin {
             // Every scaled usage shrank: rank the idle users again.
@@ -144,7 +144,7 @@ const EMPTY: Node = Node {
 /// queue and leave.
 #[derive(Debug, Default)]
 pub struct Largest {
-    leaf_of: FnvHashMap<i64, u32>,
+    leaf_of: FxHashMap<i64, u32>,
     users: Vec<i64>,
     /// Each leaf's line (slope, intercept); none for a user with no job.
     lines: Vec<Option<(f64, f64)>>,
@@ -300,7 +300,7 @@ mod tests {
             let mut standing = Standing::default();
             let mut waiting = Waiting::default();
             let (mut turns, mut largest) = (Turns::default(), Largest::default());
-            let mut by_user: FnvHashMap<i64, BTreeSet<(u64, u32)>> = FnvHashMap::default();
+            let mut by_user: FxHashMap<i64, BTreeSet<(u64, u32)>> = FxHashMap::default();
             // (user, submit, estimate) of each job; running: (job, start).
             let mut jobs: Vec<(i64, u64, u64)> = Vec::new();
             let mut running: Vec<(u32, u64)> = Vec::new();
@@ -309,7 +309,7 @@ mod tests {
                          largest: &mut Largest,
                          standing: &Standing,
                          waiting: &Waiting,
-                         by_user: &FnvHashMap<i64, BTreeSet<(u64, u32)>>,
+                         by_user: &FxHashMap<i64, BTreeSet<(u64, u32)>>,
                          user: i64,
                          now: u64| {
                 let first = by_user.get(&user).and_then(|q| q.first().copied());

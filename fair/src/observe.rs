@@ -16,7 +16,7 @@
 //!
 //! Padding rows are `[0, 1, 1, 1, 1, 1, 1, 1, 0]` with mask 0.
 
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use slurp_sim::Workload;
@@ -109,7 +109,7 @@ pub struct Users {
     seen: usize,
     /// Sum of bounded slowdowns, jobs, and their mean (kept: the
     /// observation reads it for every slot).
-    scores: FnvHashMap<i64, Score>,
+    scores: FxHashMap<i64, Score>,
     /// The largest per-user mean, kept with the scores.
     largest: f64,
 }

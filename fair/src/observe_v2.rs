@@ -45,7 +45,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 use slurp_runtime::core::{FairShare, HALF_LIFE, Snapshot, Time, float_key};
 use slurp_sim::reference::Decision;
 
@@ -86,7 +86,7 @@ pub(crate) struct User {
 /// and ends.
 #[derive(Debug)]
 pub struct Standing {
-    users: FnvHashMap<i64, User>,
+    users: FxHashMap<i64, User>,
     /// The largest per-user mean, kept with the means.
     largest: f64,
     pub(crate) shares: FairShare,
@@ -95,7 +95,7 @@ pub struct Standing {
 impl Default for Standing {
     fn default() -> Standing {
         Standing {
-            users: FnvHashMap::default(),
+            users: FxHashMap::default(),
             largest: 0.0,
             shares: FairShare::new(HALF_LIFE),
         }
@@ -170,7 +170,7 @@ impl Standing {
 /// user.
 #[derive(Debug, Default, Clone)]
 pub struct Waiting {
-    users: FnvHashMap<i64, Sums>,
+    users: FxHashMap<i64, Sums>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -184,7 +184,7 @@ impl Waiting {
     /// The waiting account of `jobs`.
     pub fn of<'a>(jobs: impl ExactSizeIterator<Item = &'a slurp_sim::SimJob>) -> Waiting {
         let mut waiting = Waiting {
-            users: FnvHashMap::with_capacity_and_hasher(jobs.len().min(1024), Default::default()),
+            users: FxHashMap::with_capacity_and_hasher(jobs.len().min(1024), Default::default()),
         };
         for j in jobs {
             waiting.queued(j.user, j.submit, j.estimate);
@@ -404,7 +404,7 @@ pub fn wide_slots(d: &Decision<'_>, standing: &Standing, now: Time) -> Vec<u32> 
     if d.queue.len() <= SLOTS {
         return slots(d);
     }
-    let mut by_user: FnvHashMap<i64, Vec<(u64, u32)>> = FnvHashMap::default();
+    let mut by_user: FxHashMap<i64, Vec<(u64, u32)>> = FxHashMap::default();
     for &j in d.queue.iter() {
         let job = &d.jobs[j as usize];
         by_user.entry(job.user).or_default().push((job.submit, j));

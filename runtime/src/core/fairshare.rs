@@ -29,7 +29,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use fnv::FnvHashMap;
+use rustc_hash::FxHashMap;
 
 use super::float_key;
 
@@ -61,7 +61,7 @@ pub struct FairShare {
     accounts: Vec<Account>,
     /// All users together (its queue unused): the total a share is of.
     total: Account,
-    index: FnvHashMap<u32, u32>,
+    index: FxHashMap<u32, u32>,
     /// Users with queued tasks and nothing running, by (scaled usage,
     /// earliest queued task).
     idle: BTreeSet<(u64, u32, u32)>,
@@ -80,7 +80,7 @@ impl FairShare {
             origin: 0.0,
             accounts: Vec::new(),
             total: Account::default(),
-            index: FnvHashMap::default(),
+            index: FxHashMap::default(),
             idle: BTreeSet::new(),
             active: BTreeSet::new(),
         }
