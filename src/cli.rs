@@ -1439,18 +1439,30 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
             }
         }
     };
-    if (args.keep_order || args.tag) && args.output != "group" {
-        let (option, what) = if args.keep_order {
-            (
-                "--keep-order",
-                "shows each task's whole output in task order",
-            )
-        } else {
-            ("--tag", "tags each line of a task's whole output")
-        };
+    // What needs each task's whole output, which only `group` captures.
+    let output = if args.ungroup {
+        "ungroup"
+    } else {
+        args.output.as_str()
+    };
+    let whole = [
+        (
+            "--keep-order",
+            args.keep_order,
+            "shows each task's whole output in task order",
+        ),
+        ("--tag", args.tag, "tags each line of a task's whole output"),
+        (
+            "--results",
+            args.results.is_some(),
+            "keeps each task's whole output in files",
+        ),
+    ];
+    if output != "group"
+        && let Some((option, _, what)) = whole.iter().find(|(_, given, _)| *given)
+    {
         return usage(format!(
-            "`{option}` {what}: it needs `--output group` (the default), not `--output {}`",
-            args.output
+            "`{option}` {what}: it needs `--output group` (the default), not `--output {output}`"
         ));
     }
     if workload.reads_stdin() && io::stdin().is_terminal() {

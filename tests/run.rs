@@ -292,6 +292,18 @@ task b: sh -c 'while [ ! -e ready ]; do sleep 0.01; done; echo b1; touch done'
         assert_eq!(refused.status, 2);
         refused.stderr_has(&[what, "cannot be used with"]);
     }
+    // `--results` keeps what only `group` captures: with any other mode its
+    // files would be empty, so it is refused, not run.
+    for mode in [&["-u"][..], &["--output", "files"], &["--output", "tag"]] {
+        let test = Test::new().file("w.slurp", "echo kept\n");
+        let dir = test.path().to_path_buf();
+        let refused = test
+            .args(&[mode, &["--results", "R", "w.slurp"]].concat())
+            .run();
+        assert_eq!(refused.status, 2, "{mode:?}");
+        refused.stderr_has(&["`--results`", "needs `--output group`"]);
+        assert!(!dir.join("R").exists(), "{mode:?} ran");
+    }
 }
 
 #[test]
