@@ -33,16 +33,16 @@ measure() {
   echo -n " "
   perf stat -r "$runs" "$@" 2>&1 >/dev/null | awk '/elapsed/ { print $1 }'
 }
-declare -A t f
-add() { t[$1]="${t[$1]:-} $3"; f[$1]=$2; }
+# `addf NAME FAULTS SECS`: the time into lib.sh's table, the faults beside.
+declare -A f
+addf() { f[$1]=$2; add "$1" "$3"; }
 for _ in $(seq "$rounds"); do
-  add xargs $(measure xargs -a one.slurp /bin/true)
+  addf xargs $(measure xargs -a one.slurp /bin/true)
   for i in "${!bins[@]}"; do
-    add "run$i" $(measure "${bins[$i]}" -q --no-journal one.slurp)
-    add "version$i" $(measure "${bins[$i]}" --version)
+    addf "run$i" $(measure "${bins[$i]}" -q --no-journal one.slurp)
+    addf "version$i" $(measure "${bins[$i]}" --version)
   done
 done
-m() { printf '%s\n' ${t[$1]} | median; }
 ms() { echo "scale=2; $(m "$1") * 1000 / 1" | bc -l; }
 x=$(m xargs)
 echo "start-up: medians of $rounds interleaved rounds of $runs runs each"
