@@ -117,9 +117,10 @@ pub struct RolloutArgs {
     sim: String,
     /// What a teacher's episodes are observed with: `v1` (scaled by the
     /// trace's maxima), `v2` (site-independent ratios), `v3` (v2 over
-    /// wider slots, waiting jobs in each user's standing) or `v4` (v3 with
-    /// widths on a log scale); a network sees what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4"])]
+    /// wider slots, waiting jobs in each user's standing), `v4` (v3 with
+    /// widths on a log scale) or `v5` (v4 with each user's place in
+    /// fair-share turns); a network sees what it was trained on
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -528,7 +529,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 | Sight::V3 | Sight::V4 => {
+        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 => {
             serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
         }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
@@ -547,7 +548,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (_, Sight::V2 | Sight::V3 | Sight::V4) => "",
+            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5) => "",
             (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }

@@ -58,10 +58,12 @@ pub enum Models {
 /// trains.
 enum Keep {
     Nothing,
-    /// Its network (the search trains the one for committed choices).
-    Main(Vec<slurp_fair::export::Dense>),
-    /// Its network for committed choices (the search trains the other).
-    Committed(Vec<slurp_fair::export::Dense>),
+    /// Its network and the observation it sees (the search trains the one
+    /// for committed choices, which may see another).
+    Main(Vec<slurp_fair::export::Dense>, Sight),
+    /// Its network for committed choices and what that sees (the search
+    /// trains the other).
+    Committed(Vec<slurp_fair::export::Dense>, Sight),
 }
 
 /// Which backfilling a search's cells replay.
@@ -98,8 +100,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "W,..", value_delimiter = ',')]
     hidden: Option<Vec<usize>>,
     /// evolve: what the network sees: `v4` (v3 with job widths on a log
-    /// scale) or `v3` (default: --init's, if it is v3 or v4; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4"])]
+    /// scale), `v5` (v4 with places in fair-share turns) or `v3` (default:
+    /// what --init's searched network sees, if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5"])]
     observation: Option<String>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
@@ -324,7 +327,7 @@ fn evolve(
     };
     let keep = match (&init, args.sim_model) {
         (Some((path, m)), Models::Reference) => match m.layers() {
-            Some(layers) => Keep::Main(layers),
+            Some(layers) => Keep::Main(layers, m.sight),
             None => {
                 return usage(format!(
                     "{path}: not a per-slot MLP, so it cannot carry a network for committed choices"
@@ -333,7 +336,9 @@ fn evolve(
             }
         },
         (Some((_, m)), Models::Slurp) => {
-            m.committed_layers().map_or(Keep::Nothing, Keep::Committed)
+            let sight = m.committed().sight;
+            m.committed_layers()
+                .map_or(Keep::Nothing, |layers| Keep::Committed(layers, sight))
         }
         (Some((path, m)), Models::Both) if m.has_committed() => {
             eprintln!(
@@ -343,26 +348,27 @@ fn evolve(
         }
         _ => Keep::Nothing,
     };
-    // clap admits only `v3` and `v4`.
+    // clap admits only `v3`, `v4` and `v5`. Each network of a model sees
+    // its own observation (the model file says which), so the one searched
+    // may see another than the one kept beside it.
     let sight = match (
         args.observation.as_deref().and_then(Sight::from_name),
         &init,
     ) {
         (Some(asked), _) => asked,
-        (None, Some((_, m))) if m.sight.wide() => m.sight,
-        (None, _) => evolve::SIGHT,
+        (None, Some((_, m))) => {
+            let searched = match args.sim_model {
+                Models::Reference => m.committed().sight,
+                _ => m.sight,
+            };
+            if searched.wide() {
+                searched
+            } else {
+                evolve::SIGHT
+            }
+        }
+        (None, None) => evolve::SIGHT,
     };
-    if let Some((path, m)) = &init
-        && !matches!(keep, Keep::Nothing)
-        && m.sight != sight
-    {
-        return usage(format!(
-            "{path}: trained on observation {}; a network kept beside a searched one must see {} as the search does (or search on both models)",
-            m.sight.name(),
-            sight.name()
-        ))
-        .map(Some);
-    }
     let (shape, start) = match &init {
         Some((path, m)) => {
             let searched = match args.sim_model {
@@ -498,18 +504,18 @@ fn evolve(
     );
     let trained = shape.layers(&found.params);
     let mut notes = vec![("slurp.trained", how)];
-    let main = match keep {
-        Keep::Main(main) => {
-            notes.push(slurp_fair::export::committed_note(&trained));
-            main
+    let (main, main_sight) = match keep {
+        Keep::Main(main, own) => {
+            notes.extend(slurp_fair::export::committed_notes(&trained, sight));
+            (main, own)
         }
-        Keep::Committed(committed) => {
-            notes.push(slurp_fair::export::committed_note(&committed));
-            trained
+        Keep::Committed(committed, own) => {
+            notes.extend(slurp_fair::export::committed_notes(&committed, own));
+            (trained, sight)
         }
-        Keep::Nothing => trained,
+        Keep::Nothing => (trained, sight),
     };
-    let bytes = slurp_fair::export::actor(&main, sight.name(), &notes);
+    let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
     std::fs::write(&args.output, bytes)?;
     let model = match Model::load(&args.output, None) {
         Ok(m) => Arc::new(m),

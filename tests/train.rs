@@ -3,6 +3,7 @@
 
 mod common;
 use common::Test;
+use slurp_fair::Sight;
 
 /// Whether this machine's python3 has what the trainer needs.
 fn pytorch() -> bool {
@@ -245,40 +246,26 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
 }
 
 #[test]
-fn a_network_is_kept_beside_a_searched_one_only_if_it_sees_what_the_search_does() {
-    // fair-v2 sees v2; a search from it writes v4 (from a v3 or v4 model,
-    // that model's observation), so its network cannot stay as it is
-    // beside the one searched for committed choices.
-    let fair_v2 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v2.onnx");
-    small_search(
-        "m.onnx",
-        "1",
-        &["--init", fair_v2, "--sim-model", "reference"],
-    )
-    .run()
-    .invalid()
-    .stderr_has(&[
-        "fair-v2.onnx: trained on observation v2",
-        "must see v4 as the search does",
-    ]);
-    // Nor fair-v3's beside a network asked to see v4.
-    let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
-    small_search(
-        "m.onnx",
-        "1",
-        &[
-            "--init",
-            fair_v3,
-            "--sim-model",
-            "reference",
-            "--observation",
-            "v4",
-        ],
-    )
-    .run()
-    .invalid()
-    .stderr_has(&[
-        "fair-v3.onnx: trained on observation v3",
-        "must see v4 as the search does",
-    ]);
+fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
+    // Each network of a model file sees its own observation: fair-v2's
+    // (v2) stays as it was beside a network searched for committed choices
+    // through v4 (the default when the start sees less than v3) or v5.
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    for (from, asked, main, committed) in [
+        ("fair-v2.onnx", None, Sight::V2, Sight::V4),
+        ("fair-v3.onnx", Some("v5"), Sight::V3, Sight::V5),
+    ] {
+        let path = format!("{}/stdlib/policies/{from}", env!("CARGO_MANIFEST_DIR"));
+        let mut args = vec!["--init", &path, "--sim-model", "reference"];
+        args.extend(asked.iter().flat_map(|v| ["--observation", v]));
+        let test = small_search("m.onnx", "1", &args);
+        let run = test.run().success();
+        let said = format!("observation {}) on", committed.name());
+        assert!(run.stderr.contains(&said), "{from}: {}", run.stderr);
+        let (start, written) = (load(path.as_ref()), load(&test.path().join("m.onnx")));
+        assert_eq!(written.sight, main, "{from}");
+        assert_eq!(written.layers(), start.layers(), "{from}");
+        assert_eq!(written.committed().sight, committed, "{from}");
+        assert!(written.committed_layers().is_some(), "{from}");
+    }
 }

@@ -251,7 +251,7 @@ impl Learned {
             &self.standing,
             projection,
             now,
-            self.who.sight().widths(),
+            self.who.sight(),
         )
     }
 
@@ -355,7 +355,9 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 | Sight::V4 => self.observe_v2(&decision, slots, largest),
+            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 => {
+                self.observe_v2(&decision, slots, largest)
+            }
         };
         let chosen = match &self.who {
             Who::Network(model) => model

@@ -47,12 +47,16 @@ pub fn chains(layers: &[Dense]) -> bool {
 }
 
 /// The metadata that carries a network for committed choices
-/// ([`crate::Model::committed`]): the key and its layers as JSON.
-pub fn committed_note(layers: &[Dense]) -> (&'static str, String) {
-    (
-        crate::model::COMMITTED,
-        serde_json::to_string(layers).expect("layers are plain numbers"),
-    )
+/// ([`crate::Model::committed`]), seeing `sight`: its layers as JSON, and
+/// the observation it sees (which may differ from the model's own).
+pub fn committed_notes(layers: &[Dense], sight: crate::Sight) -> [(&'static str, String); 2] {
+    [
+        (
+            crate::model::COMMITTED,
+            serde_json::to_string(layers).expect("layers are plain numbers"),
+        ),
+        (crate::model::COMMITTED_SIGHT, sight.name().to_owned()),
+    ]
 }
 
 /// What the mask term pushes a padded slot's logit down by.

@@ -40,7 +40,7 @@ pub enum ModelError {
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
     #[error(
-        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2, v3 or v4 model)"
+        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2 … v5 model)"
     )]
     Committed { path: PathBuf, reason: String },
     #[error("evaluating the model: {0}")]
@@ -63,13 +63,17 @@ pub enum Sight {
     /// (`observe_v2::Widths::Logs`), so that a one-core job and a
     /// 64-core one differ on an instance of thousands of cores.
     V4,
+    /// v4 with a user's place in fair-share turns among the shown jobs'
+    /// users as feature 1 (`observe_v2::observe`), so that `fairshare`'s
+    /// choice — the first user's earliest job — is one a network can make.
+    V5,
 }
 
 impl Sight {
     /// Every observation, oldest first.
-    pub const ALL: [Sight; 4] = [Sight::V1, Sight::V2, Sight::V3, Sight::V4];
+    pub const ALL: [Sight; 5] = [Sight::V1, Sight::V2, Sight::V3, Sight::V4, Sight::V5];
 
-    /// The observation called `name` (`v1` … `v4`, as [`Sight::name`]
+    /// The observation called `name` (`v1` … `v5`, as [`Sight::name`]
     /// writes it), if this slurp knows it.
     pub fn from_name(name: &str) -> Option<Sight> {
         Sight::ALL.into_iter().find(|s| s.name() == name)
@@ -81,19 +85,26 @@ impl Sight {
             Sight::V2 => "v2",
             Sight::V3 => "v3",
             Sight::V4 => "v4",
+            Sight::V5 => "v5",
         }
     }
 
     /// Whether it shows v3's wider slots and each user's waiting jobs in
     /// its standing (`observe_v2::wide_slots`).
     pub fn wide(self) -> bool {
-        matches!(self, Sight::V3 | Sight::V4)
+        matches!(self, Sight::V3 | Sight::V4 | Sight::V5)
+    }
+
+    /// Whether feature 1 is the user's place in fair-share turns (v5)
+    /// rather than the job's width.
+    pub fn turns(self) -> bool {
+        self == Sight::V5
     }
 
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
-            Sight::V4 => crate::observe_v2::Widths::Logs,
+            Sight::V4 | Sight::V5 => crate::observe_v2::Widths::Logs,
             _ => crate::observe_v2::Widths::Shares,
         }
     }
@@ -103,6 +114,10 @@ type Plan = Arc<TypedRunnableModel>;
 
 /// The metadata key of a model's network for committed choices.
 pub const COMMITTED: &str = "slurp.committed";
+
+/// The metadata key of the observation that network sees, when it is not
+/// the model's own (`v2` … `v5`).
+pub const COMMITTED_SIGHT: &str = "slurp.committed.observation";
 
 /// A loaded policy network and the normalisers it was trained with.
 #[derive(Debug)]
@@ -231,13 +246,27 @@ impl Model {
                 };
                 let layers: Vec<crate::export::Dense> =
                     serde_json::from_str(&p.value).map_err(|e| bad(e.to_string()))?;
-                if sight == Sight::V1 {
+                let own = match proto
+                    .metadata_props
+                    .iter()
+                    .find(|p| p.key == COMMITTED_SIGHT)
+                {
+                    None => sight,
+                    Some(p) => Sight::from_name(&p.value).ok_or_else(|| {
+                        bad(format!(
+                            "`{COMMITTED_SIGHT}` is `{}`, which this slurp does not know ({})",
+                            p.value,
+                            Sight::ALL.map(Sight::name).join(", ")
+                        ))
+                    })?,
+                };
+                if sight == Sight::V1 || own == Sight::V1 {
                     return Err(bad("the model sees observation v1".into()));
                 }
                 if !crate::export::chains(&layers) {
                     return Err(bad("its layers do not chain".into()));
                 }
-                let bytes = crate::export::actor(&layers, sight.name(), &[]);
+                let bytes = crate::export::actor(&layers, own.name(), &[]);
                 Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?))
             }
         };

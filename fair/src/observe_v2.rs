@@ -1,4 +1,4 @@
-//! The site-independent observations (`v2`, `v3`, `v4`): what a learned
+//! The site-independent observations (`v2` … `v5`): what a learned
 //! policy trained for any machine sees. Nine features a slot, every one a
 //! ratio — to the instance's cores, to the other shown jobs, to the other
 //! users — so no trace's maxima, ids or units reach the network, and a
@@ -12,7 +12,13 @@
 //!    the whole instance, 0 for a millionth of it): on thousands of cores
 //!    `n / C` is near 0 for every job that is not wide, and a network
 //!    cannot tell a one-core job from a 64-core one, which F1's `n·log r`
-//!    ranks far apart ([`Widths`]);
+//!    ranks far apart ([`Widths`]). v5: `1 / (1 + i)`, `i` the number of
+//!    distinct decayed usages among the shown jobs' users below `u`'s — 1
+//!    for the users `fairshare` serves first, ½ for the next, … (feature 6
+//!    alone, near 1 for every user of a site of many, leaves its choice
+//!    out of a network's reach; with feature 4, the longest wait, this
+//!    one makes it: the first user's earliest job). v4's feature 1 goes:
+//!    feature 8 orders the shown jobs' widths as it did;
 //! 2. `log10(r / R) / 2` clipped to ±1, `R` the geometric mean estimate of
 //!    the shown jobs;
 //! 3. `log10(s) / 3` clipped to [0, 1], `s = max(1, (w + r) / max(r, 10))`:
@@ -38,7 +44,7 @@
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 and v4 a wider choice
+//! else the shortest and the narrowest in turn); v3, v4 and v5 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -319,25 +325,33 @@ impl Shown {
 /// The standing kept across the decisions of one reference-model episode:
 /// told, at each decision, the jobs started since the last one and those
 /// that ended by now (at start + run).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Follow {
     standing: Standing,
     told: usize,
     ends: BinaryHeap<Reverse<(u64, u32)>>,
     /// v3's slots ([`wide_slots`]) rather than v1's.
     wide: bool,
-    /// v4's logarithms of the widths (features 1 and 8) or v2's shares.
-    widths: Widths,
+    /// Which observation: its slots, widths and features 6 and 7.
+    sight: crate::Sight,
 }
 
 impl Follow {
-    /// For a model of `sight` (v2, v3 or v4).
+    /// For a model of `sight` (v2 … v5).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
+            standing: Standing::default(),
+            told: 0,
+            ends: BinaryHeap::new(),
             wide: sight.wide(),
-            widths: sight.widths(),
-            ..Follow::default()
+            sight,
         }
+    }
+
+    /// The standing so far (each user's usage, for a teacher that ranks
+    /// users as `fairshare` does).
+    pub fn standing(&self) -> &Standing {
+        &self.standing
     }
 
     /// The observation of decision `d`.
@@ -388,7 +402,7 @@ impl Follow {
             &self.standing,
             projection,
             now,
-            self.widths,
+            self.sight,
         )
     }
 }
@@ -491,14 +505,27 @@ struct Logs {
     slow: f64,
 }
 
+/// v5's feature 1 of each shown job: its user's place in fair-share turns
+/// among the shown jobs' users, `1 / (1 + distinct usages below its own)`.
+fn turns(shown: &[Shown], shares: &Snapshot<'_>) -> Vec<f32> {
+    let usage: Vec<u64> = shown.iter().map(|s| rank(shares, s.user)).collect();
+    let mut distinct = usage.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    usage
+        .iter()
+        .map(|u| 1.0 / (1 + distinct.partition_point(|d| d < u)) as f32)
+        .collect()
+}
+
 fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation of `shown` (the slots' jobs, in slot order; `jobs` names
-/// each) on an instance of `cores` cores, `now`: v2's, or v3's feature 5
-/// when the jobs still waiting are given (`projection`); v4's features 1
-/// and 8 with `Widths::Logs`.
+/// The observation `sight` (v2 … v5) makes of `shown` (the slots' jobs, in
+/// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
+/// feature 5 is v3's when the jobs still waiting are given (`projection`),
+/// v2's otherwise.
 pub fn observe(
     shown: &[Shown],
     jobs: Vec<u32>,
@@ -506,9 +533,10 @@ pub fn observe(
     standing: &Standing,
     projection: Option<Projection<'_>>,
     now: Time,
-    widths: Widths,
+    sight: crate::Sight,
 ) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
+    let widths = sight.widths();
     let k = shown.len().max(1) as f64;
     // Each slot's logarithms once (they are most of an observation's
     // time), and how many shown jobs each user has.
@@ -556,6 +584,7 @@ pub fn observe(
     let secs = now.0 / 1000;
     let largest = projection.map_or(standing.largest, |p| p.largest);
     let shares = standing.shares.at(now);
+    let turns = sight.turns().then(|| turns(shown, &shares));
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, l)) in shown.iter().zip(&logs).enumerate() {
@@ -570,6 +599,10 @@ pub fn observe(
         };
         let factor = shares.factor(account(s.user)) as f32;
         let (width, eighth) = match widths {
+            Widths::Logs if turns.is_some() => (
+                turns.as_ref().map_or(0.0, |t| t[slot]),
+                clip((l.n - log_n) / 2.0, -1.0, 1.0),
+            ),
             Widths::Shares => (
                 clip(s.cores as f64 / c, 0.0, 1.0),
                 (shown_of(s.user) as f64 / k) as f32,
@@ -634,7 +667,7 @@ mod tests {
             &standing,
             None,
             t(100),
-            Widths::Shares,
+            crate::Sight::V2,
         );
         // At 100 s user 1 used 400 core-seconds, user 2 30 (a 7-day
         // half-life decays them by 1e-4): F = 2^(−2 × 400/430); user 3

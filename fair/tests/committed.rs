@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use slurp_fair::evolve::{self, Shape};
 use slurp_fair::export::{self, Dense};
-use slurp_fair::{Model, ModelError};
+use slurp_fair::{Model, ModelError, Sight};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::{Machine, Window, Workload};
 
@@ -33,7 +33,7 @@ fn the_reference_model_decides_with_the_committed_network_and_slurps_with_the_gr
     // (feature 1: the share of the cores, weighed negatively).
     let oldest = by_feature(3, 1.0);
     let narrow = by_feature(0, -1.0);
-    let both = Arc::new(model(&oldest, &[export::committed_note(&narrow)]).unwrap());
+    let both = Arc::new(model(&oldest, &export::committed_notes(&narrow, Sight::V3)).unwrap());
     let (oldest, narrow) = (
         Arc::new(model(&oldest, &[]).unwrap()),
         Arc::new(model(&narrow, &[]).unwrap()),
@@ -108,8 +108,54 @@ fn an_evolved_network_round_trips_as_a_committed_one() {
         .map(|i| (i as f64 - 20.0) / 16.0)
         .collect();
     let layers = shape.layers(&params);
-    let carried = model(&by_feature(0, 1.0), &[export::committed_note(&layers)]).unwrap();
+    let carried = model(
+        &by_feature(0, 1.0),
+        &export::committed_notes(&layers, Sight::V3),
+    )
+    .unwrap();
     let alone = evolve::model(&shape, &params, &[]).unwrap();
     assert_eq!(carried.committed_layers(), alone.layers());
     assert_eq!(carried.committed().evaluator(), "direct");
+}
+
+#[test]
+fn a_committed_network_sees_the_observation_the_file_names_for_it() {
+    // Feature 1 is a job's width in v3 and its user's place in fair-share
+    // turns in v5: the same weights choose differently.
+    let first = by_feature(0, 1.0);
+    let file = |sight: Sight| {
+        let bytes = export::actor(&first, sight.name(), &[]);
+        Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
+    };
+    let (v3, v5) = (file(Sight::V3), file(Sight::V5));
+    let carried = model(
+        &by_feature(3, 1.0),
+        &export::committed_notes(&first, Sight::V5),
+    )
+    .unwrap();
+    assert_eq!(carried.sight, Sight::V3);
+    assert_eq!(carried.committed().sight, Sight::V5);
+    let workload = busy();
+    let window = Window {
+        start: 200,
+        len: 1024,
+    };
+    let reference = |m: &Model| {
+        slurp_fair::rollout::replay(m, &workload, window, true, None)
+            .unwrap()
+            .order
+    };
+    assert_ne!(reference(&v3), reference(&v5), "v3 and v5 choose alike");
+    assert_eq!(reference(&carried), reference(&v5));
+
+    // A name this slurp does not know is refused, naming the key.
+    let mut notes = export::committed_notes(&first, Sight::V5).to_vec();
+    notes[1].1 = "v9".into();
+    let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
+    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("`slurp.committed.observation` is `v9`"),
+        "{err}"
+    );
 }

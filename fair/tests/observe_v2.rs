@@ -1,4 +1,5 @@
-//! The site-independent observations (v2, v3's standing, v4's widths):
+//! The site-independent observations (v2, v3's standing, v4's widths, v5's
+//! turns):
 //! equal to an independent NumPy computation of their definition, blind to
 //! the machine's size, and named by the model file itself.
 
@@ -28,10 +29,10 @@ fn numpy() -> bool {
 }
 
 /// Cases in turn v2's, v3's (the jobs still waiting, some queued and then
-/// gone, count in each user's standing) and v4's (v3's with widths on log
-/// scales).
+/// gone, count in each user's standing), v4's (v3's with widths on log
+/// scales) and v5's (v4's with places in fair-share turns).
 #[test]
-fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
+fn v2_to_v5_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -39,7 +40,7 @@ fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut cases = Vec::new();
     let mut ours = Vec::new();
-    for case in 0..90 {
+    for case in 0..120 {
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -76,14 +77,10 @@ fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
                 fits: rng.random(),
             })
             .collect();
-        // v3: jobs waiting at `now`, users' own and others' (users no job
-        // of which started, too); a third of those queued leave again.
-        let v3 = case % 3 != 0;
-        let widths = if case % 3 == 2 {
-            Widths::Logs
-        } else {
-            Widths::Shares
-        };
+        // v3 on: jobs waiting at `now`, users' own and others' (users no
+        // job of which started, too); a third of those queued leave again.
+        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5][case % 4];
+        let v3 = sight != Sight::V2;
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
         for _ in 0..rng.random_range(0..80) {
@@ -108,7 +105,7 @@ fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
                 Projection::scan(&standing, &waiting, slurp_runtime::core::Time(now * 1000))
             }),
             slurp_runtime::core::Time(now * 1000),
-            widths,
+            sight,
         );
         ours.push(obs.features);
         let mut case = serde_json::json!({
@@ -124,8 +121,11 @@ fn v2_v3_and_v4_features_equal_numpys_on_random_queues() {
         if v3 {
             case["waiting"] = serde_json::json!(still);
         }
-        if widths == Widths::Logs {
+        if sight.widths() == Widths::Logs {
             case["widths"] = serde_json::json!("logs");
+        }
+        if sight.turns() {
+            case["turns"] = serde_json::json!(true);
         }
         cases.push(case);
     }
@@ -224,7 +224,7 @@ fn the_model_file_says_which_observation_it_sees() {
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
     assert!(
-        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4)"),
+        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5)"),
         "{err}"
     );
     // Each observation's name reads back as itself, and only those.

@@ -201,7 +201,8 @@ fn a_v4_model_is_blind_to_the_machines_size_and_sees_widths_v3_does_not() {
 /// feature 8 places each width against the other shown jobs'.
 #[test]
 fn v4_tells_narrow_jobs_apart_on_a_large_instance() {
-    use slurp_fair::observe_v2::{Shown, Standing, Widths, observe};
+    use slurp_fair::Sight;
+    use slurp_fair::observe_v2::{Shown, Standing, observe};
     let shown: Vec<Shown> = [64u64, 1, 8]
         .iter()
         .map(|&cores| Shown {
@@ -212,7 +213,7 @@ fn v4_tells_narrow_jobs_apart_on_a_large_instance() {
             fits: true,
         })
         .collect();
-    let feature = |widths: Widths, slot: usize, f: usize| {
+    let feature = |sight: Sight, slot: usize, f: usize| {
         let obs = observe(
             &shown,
             vec![0, 1, 2],
@@ -220,15 +221,15 @@ fn v4_tells_narrow_jobs_apart_on_a_large_instance() {
             &Standing::default(),
             None,
             ms(1_000),
-            widths,
+            sight,
         );
         obs.features[slot * slurp_fair::FEATURES + f - 1]
     };
     let apart = |widths| feature(widths, 0, 1) - feature(widths, 1, 1);
-    assert!(apart(Widths::Shares) < 0.01, "{}", apart(Widths::Shares));
-    assert!((apart(Widths::Logs) - 64f32.log10() / 6.0).abs() < 1e-6);
+    assert!(apart(Sight::V3) < 0.01, "{}", apart(Sight::V3));
+    assert!((apart(Sight::V4) - 64f32.log10() / 6.0).abs() < 1e-6);
     // Against the geometric mean width of the three, 8 cores: ±log10(8)/2.
-    assert!((feature(Widths::Logs, 0, 8) - 8f32.log10() / 2.0).abs() < 1e-6);
-    assert!((feature(Widths::Logs, 1, 8) + 8f32.log10() / 2.0).abs() < 1e-6);
-    assert!(feature(Widths::Logs, 2, 8).abs() < 1e-6);
+    assert!((feature(Sight::V4, 0, 8) - 8f32.log10() / 2.0).abs() < 1e-6);
+    assert!((feature(Sight::V4, 1, 8) + 8f32.log10() / 2.0).abs() < 1e-6);
+    assert!(feature(Sight::V4, 2, 8).abs() < 1e-6);
 }

@@ -1,9 +1,9 @@
-"""The v2, v3 and v4 observations computed independently with NumPy, from their
+"""The v2 to v5 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
 for v3 and v4 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-and for v4 "widths": "logs"; times in seconds. Writes, for each, the 128 x 9 features as
+for v4 and v5 "widths": "logs", for v5 "turns": true; times in seconds. Writes, for each, the 128 x 9 features as
 one flat list (JSON).
 """
 
@@ -59,11 +59,17 @@ def features(case):
     logs = case.get("widths") == "logs"
     log_n = np.log10(np.maximum(n, 1)).sum() / k
     out = np.tile(np.array(PADDING), (128, 1))
+    turns = case.get("turns", False)
+    # v5: a user's place among the shown users' distinct usages, least first.
+    distinct = sorted(set(usage.get(int(u), 0.0) for u in user))
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
         slow = max(1.0, (wait[i] + est[i]) / max(est[i], 10))
-        if logs:
+        if turns:
+            width = 1 / (1 + distinct.index(usage.get(u, 0.0)))
+            eighth = np.clip((np.log10(max(n[i], 1)) - log_n) / 2, -1, 1)
+        elif logs:
             # v4: the width's share of the instance and against the
             # other shown jobs', on log scales.
             width = np.clip(1 + np.log10(max(n[i], 1) / c) / 6, 0, 1)
