@@ -102,7 +102,7 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
     /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
-    /// `fairshare` with `--sim slurp`) and
+    /// `fairshare` with `--sim slurp` or an observation v2 … v5) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -485,11 +485,11 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     let (player, normalisers) = match (&model, &args.teacher) {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
-            // Its order is the users' usage, kept by the recording chooser
-            // of slurp's model only.
-            Ok(Order::Fairshare) if args.sim != "slurp" => {
+            // Its order is the users' usage, kept by slurp's model and, in
+            // the reference model, by the v2 … v5 observations.
+            Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
-                    "--teacher fairshare: ranks users by their usage, which only slurp's model keeps (add --sim slurp)",
+                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v5, or --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),

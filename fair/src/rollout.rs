@@ -21,7 +21,7 @@ use npyz::WriterBuilder;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use slurp_runtime::core::Order;
+use slurp_runtime::core::{Order, Time};
 use slurp_sim::metrics::Metrics;
 use slurp_sim::reference::{self, Decision, run_choosing};
 use slurp_sim::window::Draw;
@@ -30,7 +30,7 @@ use slurp_sim::{Model as SimModel, Window, Workload};
 use crate::chooser::{Learned, Who};
 use crate::model::{Model, ModelError, Sight};
 use crate::observe::{FEATURES, Normalisers, Observation, SLOTS, Users, observe};
-use crate::observe_v2::Follow;
+use crate::observe_v2::{Follow, rank};
 
 /// What a policy sees at the decisions of one reference-model episode.
 #[derive(Debug)]
@@ -250,13 +250,23 @@ fn episode(
     let schedule = run_choosing(workload, window, opts.backfill, |d| {
         let obs = eyes.observe(d);
         let chosen = match player {
-            // The teacher's best among the jobs the network is shown.
+            // The teacher's best among the jobs the network is shown;
+            // `fairshare`'s ranks users by the usage the observation keeps
+            // (least first), then takes the earliest job.
             Player::Teacher(order) => {
                 let now = d.now;
+                let usage = match (&eyes, order) {
+                    (Eyes::V2(follow), Order::Fairshare) => {
+                        Some(follow.standing().shares.at(Time(now * 1000)))
+                    }
+                    _ => None,
+                };
                 let slot = (0..obs.jobs.len())
                     .min_by_key(|&s| {
                         let j = obs.jobs[s];
-                        (reference::key(order, &d.jobs[j as usize], now), j)
+                        let job = &d.jobs[j as usize];
+                        let first = usage.as_ref().map_or(0, |u| rank(u, job.user));
+                        (first, reference::key(order, job, now), j)
                     })
                     .unwrap_or(0);
                 Ok((slot, 0.0))

@@ -574,3 +574,44 @@ fn a_fairshare_teacher_plays_fairshare_on_many_users() {
     }
     assert!(differs, "on these windows fairshare is not FCFS");
 }
+
+#[test]
+fn a_fairshare_teacher_plays_fairshare_in_the_reference_model_too() {
+    use slurp_runtime::core::Order;
+    let workload = Workload::new(
+        &slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(6000), 2),
+        Machine {
+            nodes: 64,
+            procs_per_node: 1,
+        },
+    );
+    for backfill in [false, true] {
+        // Windows of 1,024 jobs: queues longer than the slots, where the
+        // first user's earliest job is shown by the wider slots.
+        let opts = Options {
+            sight: slurp_fair::Sight::V5,
+            len: 1024,
+            backfill,
+            min_bsld: 3.0,
+            ..options(3)
+        };
+        let played = rollout::rollout(
+            Player::Teacher(Order::Fairshare),
+            std::slice::from_ref(&workload),
+            &opts,
+        )
+        .unwrap();
+        assert!(!played.is_empty());
+        for t in &played {
+            let own = slurp_sim::reference::run(&workload, t.window, Order::Fairshare, backfill);
+            let fcfs = slurp_sim::reference::run(&workload, t.window, Order::Fcfs, backfill);
+            let metrics = |s| slurp_sim::Metrics::of(&workload, s, slurp_sim::Model::Reference);
+            assert_eq!(
+                t.metrics.worst_user_bounded_slowdown,
+                metrics(&own).worst_user_bounded_slowdown,
+                "backfill {backfill}"
+            );
+            assert_ne!(own.order, fcfs.order, "fairshare is FCFS on this window");
+        }
+    }
+}
