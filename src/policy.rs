@@ -317,6 +317,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "model": args.model,
             "observation": net.sight.name(),
             "committed_network": net.has_committed(),
+            "committed_observation": net.has_committed().then(|| net.committed().sight.name()),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -333,10 +334,13 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             out,
             "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
             net.sight.name(),
-            if net.has_committed() {
-                "; its own network for the reference model's committed choices"
-            } else {
-                ""
+            match net.has_committed() {
+                true if net.committed().sight != net.sight => format!(
+                    "; its own network for the reference model's committed choices, seeing {}",
+                    net.committed().sight.name()
+                ),
+                true => "; its own network for the reference model's committed choices".into(),
+                false => String::new(),
             },
             args.samples,
             args.len,

@@ -262,6 +262,13 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
         let run = test.run().success();
         let said = format!("observation {}) on", committed.name());
         assert!(run.stderr.contains(&said), "{from}: {}", run.stderr);
+        // The judge's table at the end names both.
+        let header = format!(
+            "(observation {}; its own network for the reference model's committed choices, seeing {})",
+            main.name(),
+            committed.name()
+        );
+        assert!(run.stdout.contains(&header), "{from}: {}", run.stdout);
         let (start, written) = (load(path.as_ref()), load(&test.path().join("m.onnx")));
         assert_eq!(written.sight, main, "{from}");
         assert_eq!(written.layers(), start.layers(), "{from}");
