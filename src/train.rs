@@ -326,6 +326,12 @@ fn evolve(
         },
     };
     let keep = match (&init, args.sim_model) {
+        (Some((path, m)), Models::Reference) if m.sight == Sight::V1 => {
+            return usage(format!(
+                "{path}: sees observation v1 (scaled by one trace), which cannot carry a network for committed choices; start from a v2 … v5 model"
+            ))
+            .map(Some);
+        }
         (Some((path, m)), Models::Reference) => match m.layers() {
             Some(layers) => Keep::Main(layers, m.sight),
             None => {

@@ -275,4 +275,13 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
         assert_eq!(written.committed().sight, committed, "{from}");
         assert!(written.committed_layers().is_some(), "{from}");
     }
+    // fair-v1 sees v1, scaled by RICC's maxima: a model that cannot carry
+    // a network for committed choices, refused before any search.
+    let v1 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v1.onnx");
+    let test = small_search("m.onnx", "1", &["--init", v1, "--sim-model", "reference"]);
+    test.run().invalid().stderr_has(&[
+        "fair-v1.onnx: sees observation v1",
+        "cannot carry a network for committed choices",
+    ]);
+    assert!(!test.path().join("m.onnx").exists());
 }

@@ -332,7 +332,7 @@ pub struct Follow {
     ends: BinaryHeap<Reverse<(u64, u32)>>,
     /// v3's slots ([`wide_slots`]) rather than v1's.
     wide: bool,
-    /// Which observation: its slots, widths and features 6 and 7.
+    /// Which observation: its slots, widths and feature 1.
     sight: crate::Sight,
 }
 
@@ -599,10 +599,6 @@ pub fn observe(
         };
         let factor = shares.factor(account(s.user)) as f32;
         let (width, eighth) = match widths {
-            Widths::Logs if turns.is_some() => (
-                turns.as_ref().map_or(0.0, |t| t[slot]),
-                clip((l.n - log_n) / 2.0, -1.0, 1.0),
-            ),
             Widths::Shares => (
                 clip(s.cores as f64 / c, 0.0, 1.0),
                 (shown_of(s.user) as f64 / k) as f32,
@@ -612,8 +608,10 @@ pub fn observe(
                 clip((l.n - log_n) / 2.0, -1.0, 1.0),
             ),
         };
+        // v5: the user's place in turns instead of the width's share.
+        let first = turns.as_ref().map_or(width, |t| t[slot]);
         features.extend_from_slice(&[
-            width,
+            first,
             clip((l.r - log_r) / 2.0, -1.0, 1.0),
             clip(l.slow / 3.0, 0.0, 1.0),
             clip((l.w - log_w) / 3.0, -1.0, 1.0),
