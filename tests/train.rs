@@ -92,7 +92,7 @@ fn it_trains_writes_a_v2_model_and_judges_it_on_the_held_out_quarter() {
     let svg = std::fs::read_to_string(test.path().join("site.onnx.train/curve.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("mean over 25 epochs"));
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
-    assert_eq!(model.sight, slurp_fair::Sight::V2);
+    assert_eq!(model.sight, Sight::V2);
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn evolving_needs_no_python_and_judges_the_model_on_the_held_out_quarter() {
         "a header and two generations:\n{curve}"
     );
     let model = slurp_fair::Model::load(&test.path().join("site.onnx"), None).unwrap();
-    assert_eq!(model.sight, slurp_fair::Sight::V4);
+    assert_eq!(model.sight, Sight::V4);
     assert_eq!(model.evaluator(), "direct");
     // It is a policy like any other.
     let policy = format!("fair:{}", test.path().join("site.onnx").display());
