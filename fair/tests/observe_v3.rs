@@ -196,6 +196,17 @@ fn a_v4_model_is_blind_to_the_machines_size_and_sees_widths_v3_does_not() {
     blind_to_the_size_and_unlike(&v4, &v3_model(dir.path()), |_| true);
 }
 
+/// v5 gives feature 1 to the user's place in fair-share turns: usages
+/// grow with the cores alike for every user, so their order, and a v5
+/// model's choices, are the same on twice the machine; and the same
+/// weights seeing v4 choose otherwise.
+#[test]
+fn a_v5_model_is_blind_to_the_machines_size_and_sees_turns_v4_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let v5 = model_seeing(dir.path(), Sight::V5);
+    blind_to_the_size_and_unlike(&v5, &model_seeing(dir.path(), Sight::V4), |_| true);
+}
+
 /// What v4 is for: on an instance of 8,192 cores a one-core job and a
 /// 64-core one are 0.3 apart in its feature 1 (0.0077 in v3's), and its
 /// feature 8 places each width against the other shown jobs'.
