@@ -85,12 +85,20 @@ fn decisions(c: &mut Criterion) {
     // decision); fair-v3, v2's features over the wider slots, which a deep
     // queue makes dearer (four orders, each user's earliest jobs); fair-v4,
     // v3's slots with widths on log scales (a third logarithm a slot; the
-    // network real runs use, not the committed one); the v2 test actor.
+    // network real runs use, not the committed one); the same network
+    // seeing v5 (the users' places in fair-share turns: a sort of the
+    // shown users' usages more); the v2 test actor.
     let built = |name: &str| slurp_fair::built_in(name).expect("a built-in model loads");
-    let models: [(&str, Model, &[usize]); 4] = [
+    let fair_v4_as_v5 = {
+        let layers = built("fair-v4").layers().expect("a per-slot MLP");
+        let bytes = slurp_fair::export::actor(&layers, "v5", &[]);
+        Model::from_bytes(Path::new("fair-v4 as v5"), &bytes, None, None).expect("it loads")
+    };
+    let models: [(&str, Model, &[usize]); 5] = [
         ("fair-v2", built("fair-v2"), &[128]),
         ("fair-v3", built("fair-v3"), &[128, 5000]),
         ("fair-v4", built("fair-v4"), &[128, 5000]),
+        ("fair-v4 as v5", fair_v4_as_v5, &[128, 5000]),
         ("v2", v2, &[128, 5000]),
     ];
     for (name, net, depths) in &models {
