@@ -40,7 +40,7 @@ pub enum ModelError {
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
     #[error(
-        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason} (expected a JSON list of dense layers {{\"w\": [...], \"b\": [...]}} from 9 inputs to 1 output, in a v2 … v5 model)"
+        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason}"
     )]
     Committed { path: PathBuf, reason: String },
     #[error("evaluating the model: {0}")]
@@ -244,27 +244,32 @@ impl Model {
                     path: path.to_owned(),
                     reason,
                 };
+                // What a network for committed choices must be.
+                const LAYERS: &str = "expected a JSON list of dense layers {\"w\": [...], \"b\": [...]} from 9 inputs to 1 output";
                 let layers: Vec<crate::export::Dense> =
-                    serde_json::from_str(&p.value).map_err(|e| bad(e.to_string()))?;
+                    serde_json::from_str(&p.value).map_err(|e| bad(format!("{e} ({LAYERS})")))?;
                 let own = match proto
                     .metadata_props
                     .iter()
                     .find(|p| p.key == COMMITTED_SIGHT)
                 {
                     None => sight,
-                    Some(p) => Sight::from_name(&p.value).ok_or_else(|| {
-                        bad(format!(
-                            "`{COMMITTED_SIGHT}` is `{}`, which this slurp does not know ({})",
-                            p.value,
-                            Sight::ALL.map(Sight::name).join(", ")
-                        ))
-                    })?,
+                    Some(p) => Sight::from_name(&p.value)
+                        .filter(|&s| s != Sight::V1)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "`{COMMITTED_SIGHT}` is `{}`; it may name v2, v3, v4 or v5",
+                                p.value
+                            ))
+                        })?,
                 };
-                if sight == Sight::V1 || own == Sight::V1 {
-                    return Err(bad("the model sees observation v1".into()));
+                if sight == Sight::V1 {
+                    return Err(bad(
+                        "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v5 model can".into(),
+                    ));
                 }
                 if !crate::export::chains(&layers) {
-                    return Err(bad("its layers do not chain".into()));
+                    return Err(bad(format!("its layers do not chain ({LAYERS})")));
                 }
                 let bytes = crate::export::actor(&layers, own.name(), &[]);
                 Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?))

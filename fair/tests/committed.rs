@@ -98,6 +98,10 @@ fn a_malformed_committed_network_is_refused_with_the_reason() {
             "{err}"
         );
         assert!(err.to_string().contains("slurp.committed"), "{err}");
+        assert!(
+            err.to_string().contains("from 9 inputs to 1 output"),
+            "what is expected: {err}"
+        );
     }
 }
 
@@ -155,7 +159,11 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     assert!(matches!(err, ModelError::Committed { .. }), "{err}");
     assert!(
         err.to_string()
-            .contains("`slurp.committed.observation` is `v9`"),
+            .contains("`slurp.committed.observation` is `v9`; it may name v2, v3, v4 or v5"),
         "{err}"
     );
+    // Nor may it name v1, which is scaled by one trace.
+    notes[1].1 = "v1".into();
+    let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
+    assert!(err.to_string().contains("is `v1`; it may name"), "{err}");
 }

@@ -528,16 +528,22 @@ fn several_workloads_take_turns_and_keep_their_own_windows() {
     assert_eq!(mine, theirs);
 }
 
-#[test]
-fn a_fairshare_teacher_plays_fairshare_on_many_users() {
-    use slurp_runtime::core::{Backfill, Order, PolicyKind};
-    let workload = Workload::new(
-        &slurp_sim::generate::generate(&slurp_sim::generate::Family::Small.spec(3000), 2),
+/// `jobs` jobs of `family` (seed 2) on 64 one-core nodes: many users on a
+/// small machine, so the queue is long.
+fn on_64_cores(family: slurp_sim::generate::Family, jobs: usize) -> Workload {
+    Workload::new(
+        &slurp_sim::generate::generate(&family.spec(jobs), 2),
         Machine {
             nodes: 64,
             procs_per_node: 1,
         },
-    );
+    )
+}
+
+#[test]
+fn a_fairshare_teacher_plays_fairshare_on_many_users() {
+    use slurp_runtime::core::{Backfill, Order, PolicyKind};
+    let workload = on_64_cores(slurp_sim::generate::Family::Small, 3000);
     let opts = Options {
         model: slurp_sim::Model::Slurp,
         sight: slurp_fair::Sight::V2,
@@ -578,13 +584,7 @@ fn a_fairshare_teacher_plays_fairshare_on_many_users() {
 #[test]
 fn a_fairshare_teacher_plays_fairshare_in_the_reference_model_too() {
     use slurp_runtime::core::Order;
-    let workload = Workload::new(
-        &slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(6000), 2),
-        Machine {
-            nodes: 64,
-            procs_per_node: 1,
-        },
-    );
+    let workload = on_64_cores(slurp_sim::generate::Family::Mid, 6000);
     for backfill in [false, true] {
         // Windows of 1,024 jobs: queues longer than the slots, where the
         // first user's earliest job is shown by the wider slots.
