@@ -2,7 +2,7 @@
 # Two slurp binaries, before and after a change, on the launch and the
 # chain, interleaved round by round with their floors (this machine is
 # shared and noisy: only figures taken side by side compare). Medians, and
-# each binary's own CPU (its process alone, not its tasks).
+# the CPU each takes with its tasks, beside the floor's and the loop's.
 #
 #   bench/ab.sh BEFORE AFTER [ROUNDS]     (default 7)
 #
@@ -22,33 +22,43 @@ cd "$work"
 cores=$(nproc)
 echo "task t[i=1..10000]: /bin/true" > sweep.slurp
 chain_file 2000 > chain.slurp
-# Its own CPU, in seconds: user + system of the process without its children.
-own_cpu() {
-  perf stat --no-inherit -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 / 1000 }'
+# CPU in seconds, user + system, of the command and everything it starts: slurp's
+# own is what it takes over the floor's (or the loop's), which start the same
+# children. (Not `perf stat --no-inherit`: that counts the first thread only,
+# and slurp's reaper threads do most of its work.)
+cpu() {
+  perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 / 1000 }'
 }
 for _ in $(seq "$rounds"); do
   add floor "$(seconds ./spawn_floor 10000 "$cores" /bin/true)"
   add loop "$(seconds sh -c 'for i in $(seq 2000); do /bin/true; done')"
+  if command -v perf >/dev/null; then
+    add cpu-floor "$(cpu ./spawn_floor 10000 "$cores" /bin/true)"
+    add cpu-loop "$(cpu sh -c 'for i in $(seq 2000); do /bin/true; done')"
+  fi
   for side in before after; do
     bin=${!side}
     add "launch-$side" "$(seconds "$bin" -q sweep.slurp)"; rm -rf .slurp
     add "chain-$side" "$(seconds "$bin" -q chain.slurp)"; rm -rf .slurp
     add "chainnj-$side" "$(seconds "$bin" -q --no-journal chain.slurp)"
     if command -v perf >/dev/null; then
-      add "cpu-launch-$side" "$(own_cpu "$bin" -q --no-journal sweep.slurp)"
-      add "cpu-chain-$side" "$(own_cpu "$bin" -q --no-journal chain.slurp)"
+      add "cpu-launch-$side" "$(cpu "$bin" -q --no-journal sweep.slurp)"
+      add "cpu-chain-$side" "$(cpu "$bin" -q --no-journal chain.slurp)"
     fi
   done
 done
 echo "A/B: $rounds interleaved rounds, medians (before: $1, after: $2)"
 printf '  posix_spawn floor, 10,000 x true   %6.2f s\n' "$(m floor)"
 printf '  shell loop, 2,000 x true           %6.2f s\n' "$(m loop)"
+if command -v perf >/dev/null; then
+  printf '  CPU, tasks included: floor %6.3f s, loop %6.3f s\n' "$(m cpu-floor)" "$(m cpu-loop)"
+fi
 for side in before after; do
   printf '  %-6s launch %6.2f s (%sx the floor)  chain %6.2f s (%sx the loop)  --no-journal %6.2f s (%sx)\n' \
     "$side" "$(m "launch-$side")" "$(ratio "$(m "launch-$side")" "$(m floor)")" \
     "$(m "chain-$side")" "$(ratio "$(m "chain-$side")" "$(m loop)")" \
     "$(m "chainnj-$side")" "$(ratio "$(m "chainnj-$side")" "$(m loop)")"
   if command -v perf >/dev/null; then
-    printf '         its own CPU: launch %6.3f s, chain %6.3f s\n' "$(m "cpu-launch-$side")" "$(m "cpu-chain-$side")"
+    printf '         CPU, tasks included (--no-journal): launch %6.3f s, chain %6.3f s\n' "$(m "cpu-launch-$side")" "$(m "cpu-chain-$side")"
   fi
 done

@@ -1809,13 +1809,14 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
         live: slurp_interpreter::Live::new(std::mem::take(&mut loaded.sources)),
         opts: opts.clone(),
     };
-    let report = runtime.block_on(slurp_runtime::run::run(
+    let report = slurp_runtime::run::run(
+        &runtime,
         &mut loaded.program,
         &options,
         &mut console,
         journal,
         Some(&mut submitter),
-    ));
+    );
     loaded.sources = submitter.live.sources;
     console.finish();
     let strays = slurp_runtime::exec::strays::end_strays(

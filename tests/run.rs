@@ -160,6 +160,37 @@ fn a_failing_dependency_skips_its_dependents_and_the_run_exits_1() {
     ]);
 }
 
+/// Tasks the event loop watches (a time limit) and plain ones, which a
+/// reaper thread starts and reaps, follow each other in one run: each
+/// starts after what it follows, and each ends with its own status.
+#[test]
+fn plain_and_watched_tasks_follow_each_other_in_one_run() {
+    let test = Test::new().file(
+        "w.slurp",
+        "task a: sh -c 'echo a >> order'\n\
+             task b after=a time=10s: sh -c 'echo b >> order'\n\
+             task c after=b: sh -c 'echo c >> order; exit 3'\n\
+             task d after=a: sh -c 'sleep 0.2; echo d >> order; echo d says >&2'\n\
+             task e after=d time=10s: sh -c 'echo e >> order; exit 4'\n\
+             task f after=e: echo never\n",
+    );
+    let test = test.args(&["--cores", "2", "w.slurp"]);
+    let run = test.run();
+    assert_eq!(run.status, 1);
+    let run = run.stderr_has(&[
+        "slurp: 6 tasks: 3 succeeded, 2 failed, 1 skipped",
+        "failed    c  exit status 3",
+        "failed    e  exit status 4",
+        "d says",
+    ]);
+    assert!(!run.stdout.contains("never"), "{}", run.stdout);
+    let order = test.lines_of("order");
+    let at = |t: &str| order.iter().position(|l| l == t).unwrap();
+    assert_eq!(order.len(), 5, "{order:?}");
+    assert!(at("a") < at("b") && at("b") < at("c"), "{order:?}");
+    assert!(at("a") < at("d") && at("d") < at("e"), "{order:?}");
+}
+
 #[test]
 fn retries_rerun_a_failed_task() {
     let run = Test::new()
@@ -319,17 +350,23 @@ fn invalid_workflows_run_nothing_and_exit_2() {
 }
 
 /// SIGINT or SIGTERM mid-run: every task's process group is stopped,
-/// nothing of the run survives, and slurp exits 130 with its summary.
+/// nothing of the run survives, and slurp exits 130 with its summary —
+/// tasks with a time limit (watched by the event loop) and plain ones
+/// (started and reaped by a reaper thread) alike.
 #[test]
 fn interrupt_leaves_no_process_alive() {
-    for sig in [
-        nix::sys::signal::Signal::SIGINT,
-        nix::sys::signal::Signal::SIGTERM,
+    for (sig, limit) in [
+        (nix::sys::signal::Signal::SIGINT, " time=1m"),
+        (nix::sys::signal::Signal::SIGTERM, " time=1m"),
+        (nix::sys::signal::Signal::SIGINT, ""),
+        (nix::sys::signal::Signal::SIGTERM, ""),
     ] {
         let (_dir, child, pids) = start_run(
             &[(
                 "w.slurp",
-                "task s[i=1..2] time=1m: sh -c 'echo $$ > pid.{i}; sleep 60 & wait'\ntask later after=s: true\n",
+                &format!(
+                    "task s[i=1..2]{limit}: sh -c 'echo $$ > pid.{{i}}; sleep 60 & wait'\ntask later after=s: true\n"
+                ),
             )],
             &["--cores", "2", "w.slurp"],
             &["pid.1", "pid.2"],

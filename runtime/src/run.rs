@@ -1,4 +1,4 @@
-//! The real-time driver: a thin tokio loop around scheduler cores.
+//! The real-time driver: a thin layer of threads around scheduler cores.
 //!
 //! A run is a tree of instances, each a scheduler core over one workflow on
 //! one slice: the top level owns the whole instance; a nested entry, once
@@ -9,11 +9,18 @@
 //! is done: success if all its tasks succeeded, failure otherwise. Task ids
 //! carry the path (`sub/sim[3]`).
 //!
-//! The loop tells each core the time and which attempts ended, turns
+//! The driver tells each core the time and which attempts ended, turns
 //! `Start` decisions into launches, forwards events to an [`Observer`], and
-//! handles interruption: the first Ctrl-C or SIGTERM stops starting tasks
-//! at every level and asks every running group to stop (SIGTERM, SIGKILL
-//! after the grace period); a second one kills at once.
+//! handles interruption. It is stepped under one lock by two kinds of
+//! thread: the tokio event loop (this thread: timers, signals, the socket,
+//! and the attempts that need watching) and one reaper thread a CPU
+//! ([`exec::reaper`]), which reaps the plain attempts it started and runs
+//! the step that follows their end itself, so that the next task starts
+//! where the last one ended, with no hop through the loop.
+//!
+//! Interruption: the first Ctrl-C or SIGTERM stops starting tasks at every
+//! level and asks every running group to stop (SIGTERM, SIGKILL after the
+//! grace period); a second one kills at once.
 //!
 //! A run with a run directory is also a live instance: it listens on its
 //! socket ([`crate::listen`]) and answers the requests of
@@ -108,7 +115,7 @@ pub struct Submission {
 
 /// Lowers submissions: the interpreter's work, done for the runtime by its
 /// caller (the runtime never parses text).
-pub trait Submit {
+pub trait Submit: Send {
     /// Appends the tasks of `submission` to `workflow` (templates, tasks
     /// and their dependency edges, on tasks already there or new ones),
     /// each checked to fit `capacity` (the instance at `scope`'s); returns
@@ -168,7 +175,7 @@ pub trait Learned: std::fmt::Debug + Send + Sync {
 }
 
 /// Sees what happens during a run.
-pub trait Observer {
+pub trait Observer: Send {
     /// `scope` is the instance's path: empty for the top level, `sub/` for
     /// the instance of nested entry `sub`.
     fn event(&mut self, program: &Program, workflow: WorkflowId, scope: &str, event: &Event);
@@ -337,8 +344,9 @@ struct Driver<'p> {
     ended: crate::halt::Ended,
     /// The run stopped because a `--halt …,success=` condition was met.
     halted_on_success: bool,
-    /// Each running attempt's stop, by instance and task.
-    attempts: HashMap<(u32, TaskId), watch::Sender<Stop>>,
+    /// Each running attempt's stop, by instance and task, and the reaper
+    /// that runs it, if one does (it is poked to look).
+    attempts: HashMap<(u32, TaskId), (watch::Sender<Stop>, Option<usize>)>,
     submitter: Option<&'p mut dyn Submit>,
     /// Still taking submissions after every task has ended.
     open: bool,
@@ -357,30 +365,73 @@ struct Driver<'p> {
     resubmit: Vec<(String, Submission)>,
     /// Cohorts numbered so far, run-wide.
     cohorts: u32,
+    /// Where plain attempts start ([`exec::reaper`]).
+    reapers: Arc<exec::reaper::Reapers>,
+    /// The event loop's runtime, for the other attempts (a step may run on
+    /// a reaper thread).
+    handle: tokio::runtime::Handle,
+}
+
+/// The driver and the observer it reports to, behind the run's one lock:
+/// the event loop and the reaper threads each take it for a step.
+struct Locked<'p> {
+    driver: Driver<'p>,
+    observer: &'p mut dyn Observer,
+}
+
+fn lock<'a, 'p>(shared: &'a std::sync::Mutex<Locked<'p>>) -> std::sync::MutexGuard<'a, Locked<'p>> {
+    // A step that panicked has ended the run; the lock is only read then.
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Tells the reapers to return, however the event loop leaves (a panic
+/// too): the scope that runs them waits for them.
+struct ExitReapers<'a>(&'a exec::reaper::Reapers);
+
+impl Drop for ExitReapers<'_> {
+    fn drop(&mut self) {
+        self.0.exit();
+    }
 }
 
 /// Runs the top-level workflow of `program`, and every workflow it nests,
-/// to the end.
-pub async fn run<'p>(
+/// to the end: the event loop on `runtime` (this thread), and one reaper
+/// thread a CPU for plain attempts ([`exec::reaper`]).
+pub fn run<'p>(
+    runtime: &tokio::runtime::Runtime,
     program: &'p mut Program,
     opts: &'p RunOptions,
-    observer: &mut dyn Observer,
+    observer: &'p mut dyn Observer,
     journal: Option<Journal>,
     submitter: Option<&'p mut dyn Submit>,
 ) -> std::io::Result<Report> {
+    let _entered = runtime.enter();
     let total = program.root().tasks.len() as u64;
     let socket = match opts.listen {
         true => Some(listen::bind(&opts.run_dir)?),
         false => None,
     };
-    let (request_tx, mut request_rx) = mpsc::unbounded_channel::<Incoming>();
-    let (ended_tx, ended_rx) = watch::channel(false);
-    let mut connections: Vec<tokio::task::JoinHandle<()>> = Vec::new();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
-    let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Output>();
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
+    let (done_tx, done_rx) = mpsc::unbounded_channel::<Finished>();
+    let (line_tx, line_rx) = mpsc::unbounded_channel::<Output>();
     let capacity = opts.capacity;
+    // One reaper a CPU the run's cores can be on; none where no task's end
+    // can be followed by another's start (no more tasks than cores, and no
+    // more to come): the threads would cost such a run more than they save
+    // (about a millisecond of start-up, BENCHMARKS.md).
+    let cpus = match opts.machine.cpus.len() {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let tasks: usize = program.workflows.iter().map(|w| w.tasks.len()).sum();
+    let cores = capacity.nodes as usize * capacity.cores_per_node as usize;
+    let more_to_come = opts.open || !opts.resubmit.is_empty();
+    let reapers = Arc::new(exec::reaper::Reapers::new(
+        if tasks > cores || more_to_come {
+            cpus.min(capacity.cores_per_node as usize)
+        } else {
+            0
+        },
+    )?);
     let mut driver = Driver {
         program,
         opts,
@@ -401,7 +452,7 @@ pub async fn run<'p>(
         },
         seqs: Default::default(),
         done_tx,
-        line_tx,
+        line_tx: line_tx.clone(),
         shown: crate::show::Shown::new(opts.show.clone()),
         ended: crate::halt::Ended {
             total,
@@ -419,6 +470,8 @@ pub async fn run<'p>(
         socket: socket.as_ref().map(|s| Arc::from(s.path.as_path())),
         resubmit: opts.resubmit.clone(),
         cohorts: 0,
+        reapers: reapers.clone(),
+        handle: runtime.handle().clone(),
     };
     let root = Instance {
         workflow: WorkflowId(0),
@@ -443,101 +496,42 @@ pub async fn run<'p>(
     driver.journal_cohorts(0);
     driver.resubmit_into(0, observer);
     driver.resume(0);
-    let mut interrupted = false;
-    let mut dirty = vec![0usize];
-    let close_at = opts.open_for.map(|d| driver.started + d);
-
-    loop {
-        driver.step(&mut dirty, observer);
-        if driver.instances[0].done {
-            break;
+    let journaled = driver.journal.is_some();
+    let shared = std::sync::Mutex::new(Locked { driver, observer });
+    // A reaper's step that the loop must see: the run's end, or a nested
+    // instance (its time limit is the loop's timer).
+    let news = tokio::sync::Notify::new();
+    let interrupted = std::thread::scope(|scope| {
+        for k in 0..reapers.count() {
+            let (shared, reapers, news, lines) = (&shared, &*reapers, &news, line_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("slurp-reaper-{k}"))
+                .spawn_scoped(scope, move || {
+                    exec::reaper::serve(reapers, k, &lines, journaled, |ended, groups| {
+                        let mut locked = lock(shared);
+                        let Locked { driver, observer } = &mut *locked;
+                        let instances = driver.instances.len();
+                        for group in groups {
+                            driver.output(group, *observer);
+                        }
+                        if !ended.is_empty() {
+                            for finished in ended {
+                                driver.finished(finished, *observer);
+                            }
+                            driver.show_ended(*observer);
+                            let mut dirty: Vec<usize> = (0..driver.instances.len()).collect();
+                            driver.step(&mut dirty, *observer);
+                        }
+                        if driver.instances[0].done || driver.instances.len() != instances {
+                            news.notify_one();
+                        }
+                    });
+                })?;
         }
-        let deadline = driver
-            .instances
-            .iter()
-            .filter(|i| !i.done && !i.timed_out)
-            .filter_map(|i| i.deadline)
-            .min();
-        let close_at = close_at.filter(|_| driver.open);
-        let wake = deadline
-            .map(|d| tokio::time::Instant::from_std(driver.started + Duration::from_millis(d.0)));
-        tokio::select! {
-            // Lines first: a task's last lines are shown before it is
-            // reported finished.
-            biased;
-            Some(output) = line_rx.recv() => driver.output(output, observer),
-            Some(finished) = done_rx.recv() => {
-                while let Ok(output) = line_rx.try_recv() {
-                    driver.output(output, observer);
-                }
-                driver.finished(finished, observer);
-                driver.show_ended(observer);
-                dirty.extend(0..driver.instances.len());
-            }
-            Some(incoming) = request_rx.recv() => {
-                driver.request(incoming, &mut dirty, observer);
-            }
-            accepted = accept(socket.as_ref()) => {
-                if let Some(stream) = accepted {
-                    connections.retain(|c| !c.is_finished());
-                    connections.push(tokio::spawn(listen::connection(
-                        stream,
-                        request_tx.clone(),
-                        ended_rx.clone(),
-                    )));
-                }
-            }
-            _ = sleep_until(close_at.map(tokio::time::Instant::from_std)) => {
-                driver.open = false;
-                dirty.push(0);
-            }
-            _ = sleep_until(wake) => {
-                driver.expire();
-                dirty.extend(0..driver.instances.len());
-            }
-            _ = interrupt.recv() => {
-                driver.interrupt(&mut interrupted);
-                dirty.extend(0..driver.instances.len());
-            }
-            _ = terminate.recv() => {
-                driver.interrupt(&mut interrupted);
-                dirty.extend(0..driver.instances.len());
-            }
-        }
-    }
-
-    drop(socket);
-    exec::end_flux_client().await;
-    driver.show_ended(observer);
-    let program = &*driver.program;
-    let root = &driver.instances[0];
-    let names = |t| {
-        format!(
-            "{}{}",
-            root.path,
-            program.workflow(root.workflow).task_name(t)
-        )
-    };
-    driver.shown.flush_all(names, observer);
-    let waiters = std::mem::take(&mut driver.waiters);
-    for (_, waiter) in waiters {
-        let answer = driver.wait_answer(&waiter.tasks);
-        let _ = waiter
-            .reply
-            .send(crate::protocol::reply(&waiter.id, answer));
-    }
-    let end = Record::End {
-        t: driver.now().0,
-        interrupted,
-    };
-    driver.log(end);
-    // Replies still due go out before the connections close (a `close`
-    // that ended the run is answered).
-    driver.watchers.clear();
-    ended_tx.send_replace(true);
-    for connection in connections {
-        let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
-    }
+        let _exit = ExitReapers(&reapers);
+        runtime.block_on(drive(&shared, &news, socket, done_rx, line_rx))
+    })?;
+    let Locked { driver, .. } = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     // What did not succeed, a sweep's never-started members as stretches:
     // no walk over every task of a huge sweep, no entry per member.
     let mut failures = Vec::new();
@@ -571,6 +565,146 @@ pub async fn run<'p>(
         halted_on_success: driver.halted_on_success,
         elapsed: driver.started.elapsed(),
     })
+}
+
+/// The event loop: steps the driver, then waits for what comes next — an
+/// attempt's end or output, a request, a timer, a signal, or news from a
+/// reaper — until the top level is done; then answers what is still owed.
+/// Returns whether the run was interrupted.
+async fn drive(
+    shared: &std::sync::Mutex<Locked<'_>>,
+    news: &tokio::sync::Notify,
+    socket: Option<listen::Socket>,
+    mut done_rx: mpsc::UnboundedReceiver<Finished>,
+    mut line_rx: mpsc::UnboundedReceiver<Output>,
+) -> std::io::Result<bool> {
+    let (request_tx, mut request_rx) = mpsc::unbounded_channel::<Incoming>();
+    let (ended_tx, ended_rx) = watch::channel(false);
+    let mut connections: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupted = false;
+    let mut dirty = vec![0usize];
+    let (started, open_for) = {
+        let locked = lock(shared);
+        (locked.driver.started, locked.driver.opts.open_for)
+    };
+    let close_at = open_for.map(|d| started + d);
+
+    loop {
+        let (close_at, wake) = {
+            let mut locked = lock(shared);
+            let Locked { driver, observer } = &mut *locked;
+            driver.step(&mut dirty, *observer);
+            if driver.instances[0].done {
+                break;
+            }
+            let deadline = driver
+                .instances
+                .iter()
+                .filter(|i| !i.done && !i.timed_out)
+                .filter_map(|i| i.deadline)
+                .min();
+            (
+                close_at.filter(|_| driver.open),
+                deadline
+                    .map(|d| tokio::time::Instant::from_std(started + Duration::from_millis(d.0))),
+            )
+        };
+        tokio::select! {
+            // Lines first: a task's last lines are shown before it is
+            // reported finished.
+            biased;
+            Some(output) = line_rx.recv() => {
+                let mut locked = lock(shared);
+                let Locked { driver, observer } = &mut *locked;
+                driver.output(output, *observer);
+            }
+            Some(finished) = done_rx.recv() => {
+                let mut locked = lock(shared);
+                let Locked { driver, observer } = &mut *locked;
+                while let Ok(output) = line_rx.try_recv() {
+                    driver.output(output, *observer);
+                }
+                driver.finished(finished, *observer);
+                driver.show_ended(*observer);
+                dirty.extend(0..driver.instances.len());
+            }
+            Some(incoming) = request_rx.recv() => {
+                let mut locked = lock(shared);
+                let Locked { driver, observer } = &mut *locked;
+                driver.request(incoming, &mut dirty, *observer);
+            }
+            accepted = accept(socket.as_ref()) => {
+                if let Some(stream) = accepted {
+                    connections.retain(|c| !c.is_finished());
+                    connections.push(tokio::spawn(listen::connection(
+                        stream,
+                        request_tx.clone(),
+                        ended_rx.clone(),
+                    )));
+                }
+            }
+            () = news.notified() => {}
+            _ = sleep_until(close_at.map(tokio::time::Instant::from_std)) => {
+                lock(shared).driver.open = false;
+                dirty.push(0);
+            }
+            _ = sleep_until(wake) => {
+                let mut locked = lock(shared);
+                locked.driver.expire();
+                dirty.extend(0..locked.driver.instances.len());
+            }
+            _ = interrupt.recv() => {
+                let mut locked = lock(shared);
+                locked.driver.interrupt(&mut interrupted);
+                dirty.extend(0..locked.driver.instances.len());
+            }
+            _ = terminate.recv() => {
+                let mut locked = lock(shared);
+                locked.driver.interrupt(&mut interrupted);
+                dirty.extend(0..locked.driver.instances.len());
+            }
+        }
+    }
+
+    drop(socket);
+    exec::end_flux_client().await;
+    {
+        let mut locked = lock(shared);
+        let Locked { driver, observer } = &mut *locked;
+        driver.show_ended(*observer);
+        let program = &*driver.program;
+        let root = &driver.instances[0];
+        let names = |t| {
+            format!(
+                "{}{}",
+                root.path,
+                program.workflow(root.workflow).task_name(t)
+            )
+        };
+        driver.shown.flush_all(names, *observer);
+        let waiters = std::mem::take(&mut driver.waiters);
+        for (_, waiter) in waiters {
+            let answer = driver.wait_answer(&waiter.tasks);
+            let _ = waiter
+                .reply
+                .send(crate::protocol::reply(&waiter.id, answer));
+        }
+        let end = Record::End {
+            t: driver.now().0,
+            interrupted,
+        };
+        driver.log(end);
+        // Replies still due go out before the connections close (a `close`
+        // that ended the run is answered).
+        driver.watchers.clear();
+    }
+    ended_tx.send_replace(true);
+    for connection in connections {
+        let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
+    }
+    Ok(interrupted)
 }
 
 impl Driver<'_> {
@@ -882,10 +1016,19 @@ impl Driver<'_> {
         if self.instances[i].stop != Stop::Run {
             stop_tx.send_replace(self.instances[i].stop);
         }
-        self.attempts.insert((i as u32, task), stop_tx);
+        if self.reapers.takes(&launch) {
+            let rank = &launch.ranks[0];
+            let k = self
+                .reapers
+                .thread_for(rank.cores.first().copied().unwrap_or(0));
+            self.attempts.insert((i as u32, task), (stop_tx, Some(k)));
+            self.reapers.start(k, exec::reaper::Start { launch, stop });
+            return;
+        }
+        self.attempts.insert((i as u32, task), (stop_tx, None));
         let done = self.done_tx.clone();
         let lines = self.line_tx.clone();
-        tokio::spawn(async move {
+        self.handle.spawn(async move {
             let finished = exec::run_attempt(launch, stop, lines).await;
             let _ = done.send(finished);
         });
@@ -1272,7 +1415,16 @@ impl Driver<'_> {
             instance.stop = stop;
         }
         for attempt in self.attempts.values() {
-            attempt.send_replace(stop);
+            self.stop_attempt(attempt, stop);
+        }
+    }
+
+    /// Tells a running attempt to stop, and its reaper, if it has one, to
+    /// look.
+    fn stop_attempt(&self, (stop_tx, reaper): &(watch::Sender<Stop>, Option<usize>), stop: Stop) {
+        stop_tx.send_replace(stop);
+        if let Some(k) = reaper {
+            self.reapers.poke(*k);
         }
     }
 
@@ -1288,7 +1440,7 @@ impl Driver<'_> {
                 self.instances[k].stop = Stop::Cancel;
                 for (&(inst, _), attempt) in &self.attempts {
                     if inst as usize == k {
-                        attempt.send_replace(Stop::Cancel);
+                        self.stop_attempt(attempt, Stop::Cancel);
                     }
                 }
             }
@@ -1799,8 +1951,8 @@ impl Driver<'_> {
                             }
                         }
                         None => {
-                            if let Some(stop) = self.attempts.get(&(i as u32, t)) {
-                                stop.send_replace(Stop::Cancel);
+                            if let Some(attempt) = self.attempts.get(&(i as u32, t)) {
+                                self.stop_attempt(attempt, Stop::Cancel);
                             }
                         }
                     }
@@ -1847,4 +1999,9 @@ impl Driver<'_> {
         let tasks: Vec<Value> = list.iter().map(|&(i, t)| self.task_json(i, t)).collect();
         Ok(json!({ "open": self.open, "counts": by_state, "tasks": tasks }))
     }
+}
+#[allow(dead_code)]
+fn _send_probe(d: Driver<'_>) {
+    fn s<T: Send>(_: T) {}
+    s(d)
 }

@@ -672,12 +672,13 @@ proptest! {
 #[derive(Debug)]
 struct Pick {
     rule: fn(&[u32]) -> u32,
-    calls: std::rc::Rc<std::cell::Cell<usize>>,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl slurp_runtime::core::Chooser for Pick {
     fn choose(&mut self, _now: Time, queue: Queue<'_>, _free: u64) -> u32 {
-        self.calls.set(self.calls.get() + 1);
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (self.rule)(&queue.iter().collect::<Vec<_>>())
     }
 }
@@ -697,7 +698,7 @@ fn choosing(
         gpus_per_node: 0,
         mem_per_node: 0,
     };
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut core = Core::new(capacity, policy, Vec::new(), |_| [], Time(0));
     core.set_chooser(
         Time(0),
@@ -734,7 +735,7 @@ fn choosing(
         now = at;
         core.on_finished(Time(now * 1000), TaskId(task), Outcome::Success);
     }
-    (starts, calls.get())
+    (starts, calls.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 #[test]
@@ -767,7 +768,7 @@ fn a_waiting_choice_gives_way_when_the_chooser_changes_its_mind() {
         mem_per_node: 0,
     };
     let mut core = Core::new(capacity, PolicyKind::FCFS, Vec::new(), |_| [], Time(0));
-    let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     core.set_chooser(
         Time(0),
         Box::new(Pick {

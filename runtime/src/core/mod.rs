@@ -227,7 +227,7 @@ fn core_count(request: &Request) -> u32 {
 /// Picks the head of the queue in place of the policy's order: a learned
 /// policy. As RLScheduler's scheduler, it chooses once and its choice waits
 /// at the head until it can start; EASY backfills around it.
-pub trait Chooser: fmt::Debug {
+pub trait Chooser: fmt::Debug + Send {
     /// One of `queue` (the runnable tasks, in submission order) at `now`,
     /// with `free_cores` free. Anything not in `queue` counts as its first.
     fn choose(&mut self, now: Time, queue: Queue<'_>, free_cores: u64) -> u32;

@@ -31,14 +31,14 @@ use super::{Output, OutputMode};
 use crate::ir::TaskId;
 
 /// How long a task runs, at least, before its pipes are read as they fill.
-const YOUNG: Duration = Duration::from_millis(10);
+pub(super) const YOUNG: Duration = Duration::from_millis(10);
 /// How long a stream is still read after its task's processes have ended:
 /// until it has been quiet this long...
-const QUIET: Duration = Duration::from_millis(100);
+pub(super) const QUIET: Duration = Duration::from_millis(100);
 /// ...and at most this long in all. A process that escaped the task's group
 /// (`setsid`) may hold the pipe open for as long as it lives; the task ends
 /// when its processes end, not when its pipe does.
-const LINGER: Duration = Duration::from_secs(1);
+pub(super) const LINGER: Duration = Duration::from_secs(1);
 /// How much of stderr is kept when only its tail is wanted.
 pub(super) const TAIL_BYTES: usize = 2048;
 
@@ -162,6 +162,18 @@ impl Capture {
         Ok(())
     }
 
+    /// The pipes, none of them read yet (in every mode but `tag`), with
+    /// whether each is stderr: for a reader that is not the event loop.
+    pub(super) fn into_waiting(self) -> Vec<(OwnedFd, bool)> {
+        self.pipes
+            .into_iter()
+            .filter_map(|pipe| match pipe.state {
+                State::Waiting(fd) => Some((fd, pipe.stderr)),
+                State::Reading(_) => None,
+            })
+            .collect()
+    }
+
     /// Whether some pipe is not read yet.
     pub(super) fn waiting(&self) -> bool {
         self.pipes
@@ -237,7 +249,7 @@ impl Capture {
 
 /// Reads a non-blocking pipe until its end of file or until it is empty
 /// but still open (the bool: whether it is).
-fn drain(fd: &OwnedFd, whole: bool) -> (Vec<u8>, bool) {
+pub(super) fn drain(fd: &OwnedFd, whole: bool) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
@@ -251,7 +263,7 @@ fn drain(fd: &OwnedFd, whole: bool) -> (Vec<u8>, bool) {
     }
 }
 
-fn keep(kept: &mut Vec<u8>, more: &[u8], whole: bool) {
+pub(super) fn keep(kept: &mut Vec<u8>, more: &[u8], whole: bool) {
     if whole {
         kept.extend_from_slice(more);
     } else {

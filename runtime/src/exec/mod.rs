@@ -1,7 +1,9 @@
 //! The local executor: the one module that starts processes (see
 //! [`spawn`] for how, and why not with `std::process`). Inside a Flux
 //! instance a task's ranks are Flux jobs instead, through the run's one
-//! Flux client (`flux_jobs`).
+//! Flux client (`flux_jobs`). A plain attempt (one process here, no time or
+//! memory limit, no PMI, no tagged lines) is started and reaped by a
+//! [`reaper`] thread; the others by [`run_attempt`] on the event loop.
 //!
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and
@@ -26,6 +28,8 @@ pub use flux_jobs::shutdown as end_flux_client;
 pub mod memory;
 pub mod pmi;
 pub mod procs;
+#[allow(unsafe_code)]
+pub mod reaper;
 #[allow(unsafe_code)]
 mod spawn;
 pub mod strays;
@@ -163,6 +167,32 @@ pub struct Finished {
     pub error: Option<String>,
 }
 
+/// An attempt that could not start, and why.
+fn unstarted(launch: &Launch, error: String) -> Finished {
+    Finished {
+        instance: launch.instance,
+        task: launch.task,
+        attempt: launch.attempt,
+        outcome: Outcome::SpawnError,
+        elapsed: Duration::ZERO,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stderr_tail: String::new(),
+        error: Some(error),
+    }
+}
+
+/// What a process's end means for its attempt.
+fn outcome(status: nix::sys::wait::WaitStatus) -> Outcome {
+    use nix::sys::wait::WaitStatus;
+    match status {
+        WaitStatus::Exited(_, 0) => Outcome::Success,
+        WaitStatus::Exited(_, code) => Outcome::Exit(code),
+        WaitStatus::Signaled(_, signal, _) => Outcome::Signal(signal as i32),
+        _ => Outcome::Exit(-1),
+    }
+}
+
 /// Runs one attempt to its end.
 pub async fn run_attempt(
     launch: Launch,
@@ -171,15 +201,9 @@ pub async fn run_attempt(
 ) -> Finished {
     let started = Instant::now();
     let mut finished = Finished {
-        instance: launch.instance,
-        task: launch.task,
-        attempt: launch.attempt,
         outcome: Outcome::Success,
-        elapsed: Duration::ZERO,
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        stderr_tail: String::new(),
         error: None,
+        ..unstarted(&launch, String::new())
     };
     // Inside a Flux instance every rank is a Flux job: through the run's
     // one Flux client where it runs.
@@ -455,16 +479,12 @@ fn signal_group(pgid: Option<Pid>, signal: Signal) {
 fn wait_each(
     ranks: Vec<spawn::Spawned>,
 ) -> futures_util::stream::FuturesUnordered<impl Future<Output = Outcome>> {
-    use nix::sys::wait::WaitStatus;
     ranks
         .into_iter()
         .map(|rank| async move {
-            match spawn::wait(rank.pid, rank.pidfd).await {
-                Ok(WaitStatus::Exited(_, 0)) => Outcome::Success,
-                Ok(WaitStatus::Exited(_, code)) => Outcome::Exit(code),
-                Ok(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
-                _ => Outcome::Exit(-1),
-            }
+            spawn::wait(rank.pid, rank.pidfd)
+                .await
+                .map_or(Outcome::Exit(-1), outcome)
         })
         .collect()
 }

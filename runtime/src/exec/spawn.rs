@@ -317,18 +317,21 @@ pub fn spawn(spec: &Spec<'_>) -> Result<Spawned, String> {
     Ok(Spawned { pid, pidfd })
 }
 
+/// A pidfd for `pid`, where the kernel has them (Linux 5.3).
+pub fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: a plain system call; a valid fd is owned at once.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: the kernel just gave us this fd; nothing else owns it.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as c_int) })
+}
+
 /// Waits for `pid` to end without blocking the loop: through its pidfd
 /// (the one `spawn` got, or one opened now) watched by the reactor, or, on
 /// kernels without pidfds, by polling.
 pub async fn wait(pid: i32, pidfd: Option<OwnedFd>) -> std::io::Result<nix::sys::wait::WaitStatus> {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let target = nix::unistd::Pid::from_raw(pid);
-    let pidfd = pidfd.or_else(|| {
-        // SAFETY: a plain system call; a valid fd is owned at once.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        // SAFETY: the kernel just gave us this fd; nothing else owns it.
-        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as c_int) })
-    });
+    let pidfd = pidfd.or_else(|| pidfd_open(pid));
     let watched = match pidfd {
         // SAFETY: the AsyncFd owns the fd, so it stays open for as long as
         // it is registered (the I/O-safety condition of `register`).

@@ -1,0 +1,489 @@
+//! Reaper threads: where a plain attempt is started, watched and reaped,
+//! and where the next one is decided — by the thread that saw a task end.
+//!
+//! A plain attempt is one process on this machine with no time limit, no
+//! memory limit, no PMI and no tagged lines: almost every member of a big
+//! sweep. Everything else (those attempts, Slurm and Flux steps, nested
+//! instances, timers, signals, the socket) stays with the event loop.
+//!
+//! Why not the event loop: with one thread for every start and end, the
+//! machine's CPUs share it. While it serves one CPU's end, or is suspended
+//! in the `vfork` of that CPU's next child, the other CPU's end waits, and
+//! it is one runnable thread more than there are CPUs (BENCHMARKS.md,
+//! "What the launcher's shape costs"). Here each thread owns the children
+//! it started, as a `waitpid` loop a CPU does: it sleeps in `poll` on their
+//! pidfds, reaps the one that ended, takes the run's lock for the driver's
+//! synchronous step ([`serve`]'s `report`: the core, the journal, the
+//! console), and starts at once what that step gave it.
+//!
+//! A thread's children are waited for by pid, never `waitid(P_ALL)`, so
+//! the children of `std::process` elsewhere in slurp are left alone. Their
+//! pipes are left alone while they are young, as [`capture`](super::capture)
+//! does, then read as they fill; after the end they are read to their end
+//! of file, within the same quiet and linger limits. Stops come through the
+//! attempt's `watch` channel, as they do to the event loop's attempts, with
+//! a poke ([`Reapers::poke`]) to look at it.
+
+use std::cell::Cell;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use tokio::sync::{mpsc, watch};
+
+use super::capture::{LINGER, QUIET, YOUNG, drain, keep};
+use super::{Finished, Launch, Output, OutputMode, Stop};
+use crate::core::Outcome;
+
+/// An attempt for a reaper thread to start.
+#[derive(Debug)]
+pub struct Start {
+    pub launch: Launch,
+    pub stop: watch::Receiver<Stop>,
+}
+
+/// The run's reaper threads: each one's inbox and the eventfd that wakes it.
+#[derive(Debug)]
+pub struct Reapers {
+    threads: Vec<Thread>,
+}
+
+#[derive(Debug)]
+struct Thread {
+    inbox: Mutex<Inbox>,
+    wake: OwnedFd,
+}
+
+#[derive(Debug, Default)]
+struct Inbox {
+    starts: Vec<Start>,
+    exit: bool,
+}
+
+thread_local! {
+    /// The reaper this thread is, if it is one: what it gives itself needs
+    /// no wake-up.
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+impl Reapers {
+    /// `n` reapers, not running until [`serve`]d; none: every attempt is
+    /// the event loop's.
+    pub fn new(n: usize) -> std::io::Result<Reapers> {
+        let threads = (0..n)
+            .map(|_| {
+                // SAFETY: a plain system call; a valid fd is owned at once.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(Thread {
+                    inbox: Mutex::default(),
+                    // SAFETY: the kernel just gave us this fd.
+                    wake: unsafe { OwnedFd::from_raw_fd(fd) },
+                })
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Reapers { threads })
+    }
+
+    pub fn count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Whether `launch` is plain and there is a reaper to take it.
+    pub fn takes(&self, launch: &Launch) -> bool {
+        !self.threads.is_empty()
+            && launch.allocation.is_none()
+            && launch.ranks.len() == 1
+            && !launch.pmi
+            && launch.mem == 0
+            && launch.time_limit.is_none()
+            && launch.mode != OutputMode::Tag
+    }
+
+    /// The reaper for an attempt whose process holds logical core `core`
+    /// first: one reaper per CPU, so the thread that starts a core's next
+    /// child is the one its last child's end woke.
+    pub fn thread_for(&self, core: u32) -> usize {
+        core as usize % self.threads.len()
+    }
+
+    /// Hands `start` to reaper `k`.
+    pub fn start(&self, k: usize, start: Start) {
+        lock(&self.threads[k].inbox).starts.push(start);
+        if CURRENT.get() != Some(k) {
+            self.poke(k);
+        }
+    }
+
+    /// Wakes reaper `k` (a stop was sent to one of its attempts).
+    pub fn poke(&self, k: usize) {
+        let one = 1u64.to_ne_bytes();
+        // An eventfd's counter cannot overflow from pokes; a failed write
+        // means it is already readable.
+        let _ = nix::unistd::write(&self.threads[k].wake, &one);
+    }
+
+    /// Every reaper returns (at the run's end, when none has attempts left).
+    pub fn exit(&self) {
+        for k in 0..self.threads.len() {
+            lock(&self.threads[k].inbox).exit = true;
+            self.poke(k);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs reaper `me` until [`Reapers::exit`] and its last attempt's end.
+/// `report` gets, under the caller's lock, the attempts that ended and the
+/// process groups of those that started (for the journal, when `groups`);
+/// what it starts for this reaper is started when it returns.
+pub fn serve(
+    reapers: &Reapers,
+    me: usize,
+    lines: &mpsc::UnboundedSender<Output>,
+    groups: bool,
+    mut report: impl FnMut(Vec<Finished>, Vec<Output>),
+) {
+    CURRENT.set(Some(me));
+    let this = &reapers.threads[me];
+    let mut running: Vec<Attempt> = Vec::new();
+    let mut ended: Vec<Finished> = Vec::new();
+    let mut started: Vec<Output> = Vec::new();
+    let mut exit = false;
+    loop {
+        let inbox = std::mem::take(&mut *lock(&this.inbox));
+        exit |= inbox.exit;
+        for start in inbox.starts {
+            match Attempt::start(start, lines) {
+                Ok((attempt, group)) => {
+                    if groups {
+                        started.push(group);
+                    }
+                    running.push(attempt);
+                }
+                Err(finished) => ended.push(*finished),
+            }
+        }
+        let now = Instant::now();
+        let mut k = 0;
+        while k < running.len() {
+            running[k].heed(now);
+            if running[k].is_over(now) {
+                ended.push(running.swap_remove(k).finish(now));
+            } else {
+                k += 1;
+            }
+        }
+        if !ended.is_empty() || !started.is_empty() {
+            report(std::mem::take(&mut ended), std::mem::take(&mut started));
+            continue;
+        }
+        if exit {
+            // Only a run that failed leaves attempts running here: they are
+            // killed and reaped as they are dropped.
+            break;
+        }
+        wait(this, &mut running);
+    }
+    CURRENT.set(None);
+}
+
+/// Sleeps until one of `running` ends, a pipe of one fills, one of their
+/// timers is due, or the reaper is poked.
+fn wait(this: &Thread, running: &mut [Attempt]) {
+    let mut fds = vec![libc::pollfd {
+        fd: this.wake.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // What each polled descriptor is: the attempt, and its pipe or none.
+    let mut what: Vec<(usize, Option<usize>)> = vec![(usize::MAX, None)];
+    let mut due: Option<Instant> = None;
+    let mut soonest = |at: Instant| due = Some(due.map_or(at, |d| d.min(at)));
+    let now = Instant::now();
+    for (i, attempt) in running.iter().enumerate() {
+        if attempt.status.is_none() {
+            match &attempt.pidfd {
+                Some(fd) => {
+                    fds.push(libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                    what.push((i, None));
+                }
+                // A kernel without pidfds: looked at every 5 ms.
+                None => soonest(now + Duration::from_millis(5)),
+            }
+        }
+        let reading = attempt.status.is_some() || now >= attempt.started + YOUNG;
+        if reading {
+            for (j, pipe) in attempt.pipes.iter().enumerate() {
+                if let Some(fd) = &pipe.0 {
+                    fds.push(libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                    what.push((i, Some(j)));
+                }
+            }
+        } else if !attempt.pipes.is_empty() {
+            soonest(attempt.started + YOUNG);
+        }
+        if let Some(at) = attempt.due() {
+            soonest(at);
+        }
+    }
+    let timeout = due.map(|at| {
+        let left = at.saturating_duration_since(now);
+        libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: left.subsec_nanos() as libc::c_long,
+        }
+    });
+    // SAFETY: `fds` is a live array of `fds.len()` pollfds; the timeout, if
+    // any, lives across the call.
+    let n = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            timeout
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec),
+            std::ptr::null(),
+        )
+    };
+    if n <= 0 {
+        // Timed out, or interrupted by a signal: the caller looks again.
+        return;
+    }
+    let now = Instant::now();
+    for (fd, &(i, pipe)) in fds.iter().zip(&what) {
+        if fd.revents == 0 {
+            continue;
+        }
+        if i == usize::MAX {
+            let mut count = [0u8; 8];
+            let _ = nix::unistd::read(&this.wake, &mut count);
+            continue;
+        }
+        match pipe {
+            None => running[i].reap(now),
+            Some(j) => running[i].read(j, now),
+        }
+    }
+    for attempt in running.iter_mut().filter(|a| a.pidfd.is_none()) {
+        attempt.reap(now);
+    }
+}
+
+/// One plain attempt, from its start to its end and its pipes' end.
+struct Attempt {
+    instance: u32,
+    task: crate::ir::TaskId,
+    attempt: u32,
+    pid: Pid,
+    pidfd: Option<OwnedFd>,
+    /// Read ends, and whether each is stderr; `None` once at end of file.
+    pipes: Vec<(Option<OwnedFd>, bool)>,
+    /// `group` mode keeps the whole output; `none` the tail of stderr.
+    whole: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    started: Instant,
+    stop: watch::Receiver<Stop>,
+    grace: Duration,
+    /// When SIGTERM went to the group, until SIGKILL follows.
+    term_sent: Option<Instant>,
+    cancelled: bool,
+    /// Its process's end, once reaped.
+    status: Option<Outcome>,
+    /// When it was reaped, and when a pipe last gave something since.
+    ended: Instant,
+    heard: Instant,
+}
+
+impl Attempt {
+    #[allow(clippy::result_large_err)]
+    fn start(
+        start: Start,
+        lines: &mpsc::UnboundedSender<Output>,
+    ) -> Result<(Attempt, Output), Box<Finished>> {
+        let Start { launch, stop } = start;
+        let started = Instant::now();
+        let spawned = super::spawn_ranks(&launch, lines, None, &[]);
+        let (mut children, capture) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                let mut finished = super::unstarted(&launch, error);
+                finished.elapsed = started.elapsed();
+                return Err(Box::new(finished));
+            }
+        };
+        let child = children.pop().expect("one rank, one process");
+        let group = Output::Group {
+            instance: launch.instance,
+            task: launch.task,
+            attempt: launch.attempt,
+            pgid: child.pid,
+        };
+        let attempt = Attempt {
+            instance: launch.instance,
+            task: launch.task,
+            attempt: launch.attempt,
+            pid: Pid::from_raw(child.pid),
+            pidfd: child.pidfd.or_else(|| super::spawn::pidfd_open(child.pid)),
+            pipes: capture
+                .into_waiting()
+                .into_iter()
+                .map(|(fd, stderr)| (Some(fd), stderr))
+                .collect(),
+            whole: launch.mode == OutputMode::Group,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            started,
+            stop,
+            grace: launch.grace,
+            term_sent: None,
+            cancelled: false,
+            status: None,
+            ended: started,
+            heard: started,
+        };
+        Ok((attempt, group))
+    }
+
+    /// Acts on a stop sent to it, and on a grace period that has run out.
+    fn heed(&mut self, now: Instant) {
+        if self.status.is_some() {
+            return;
+        }
+        let stop = match self.stop.has_changed() {
+            Ok(false) => None,
+            Ok(true) => Some(*self.stop.borrow_and_update()),
+            // The driver is gone: nothing is left to report to.
+            Err(_) => Some(Stop::Kill),
+        };
+        match stop {
+            None | Some(Stop::Run) => {}
+            Some(Stop::Cancel) => {
+                self.cancelled = true;
+                if self.term_sent.is_none() {
+                    self.signal(Signal::SIGTERM);
+                    self.term_sent = Some(now);
+                }
+            }
+            Some(Stop::Kill) => {
+                self.cancelled = true;
+                self.signal(Signal::SIGKILL);
+                self.term_sent = None;
+            }
+        }
+        if self.term_sent.is_some_and(|at| now >= at + self.grace) {
+            self.signal(Signal::SIGKILL);
+            self.term_sent = None;
+        }
+    }
+
+    /// When it next needs looking at without a descriptor saying so.
+    fn due(&self) -> Option<Instant> {
+        match self.status {
+            None => self.term_sent.map(|at| at + self.grace),
+            Some(_) => Some((self.heard + QUIET).min(self.ended + LINGER)),
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        // The group may be gone already; that is the goal, not an error.
+        let _ = nix::sys::signal::killpg(self.pid, signal);
+    }
+
+    /// Its process, if it has ended; then whatever is left in its group goes
+    /// too, and its pipes give what they hold.
+    fn reap(&mut self, now: Instant) {
+        if self.status.is_some() {
+            return;
+        }
+        let status = match waitpid(self.pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(nix::errno::Errno::EINTR) => return,
+            Ok(status) => super::outcome(status),
+            Err(_) => Outcome::Exit(-1),
+        };
+        self.status = Some(status);
+        self.pidfd = None;
+        self.signal(Signal::SIGKILL);
+        self.ended = now;
+        self.heard = now;
+        for j in 0..self.pipes.len() {
+            self.read(j, now);
+        }
+    }
+
+    /// What pipe `j` holds now; closed at its end of file.
+    fn read(&mut self, j: usize, now: Instant) {
+        let (Some(fd), stderr) = &self.pipes[j] else {
+            return;
+        };
+        let (more, open) = drain(fd, self.whole);
+        if !more.is_empty() {
+            self.heard = now;
+        }
+        let kept = if *stderr {
+            &mut self.stderr
+        } else {
+            &mut self.stdout
+        };
+        keep(kept, &more, self.whole);
+        if !open {
+            self.pipes[j].0 = None;
+        }
+    }
+
+    /// Whether it has ended and its pipes are done with: at their end of
+    /// file, quiet for [`QUIET`], or [`LINGER`] after its end.
+    fn is_over(&self, now: Instant) -> bool {
+        self.status.is_some()
+            && (self.pipes.iter().all(|p| p.0.is_none())
+                || now >= self.heard + QUIET
+                || now >= self.ended + LINGER)
+    }
+
+    fn finish(mut self, now: Instant) -> Finished {
+        let outcome = match (self.cancelled, self.status) {
+            (true, _) => Outcome::Cancelled,
+            (false, Some(status)) => status,
+            (false, None) => Outcome::Exit(-1),
+        };
+        Finished {
+            instance: self.instance,
+            task: self.task,
+            attempt: self.attempt,
+            outcome,
+            elapsed: now.saturating_duration_since(self.started),
+            stdout: std::mem::take(&mut self.stdout),
+            stderr_tail: super::tail(&self.stderr),
+            stderr: std::mem::take(&mut self.stderr),
+            error: None,
+        }
+    }
+}
+
+impl Drop for Attempt {
+    /// An attempt dropped before its end (its reaper is going away): its
+    /// group is killed and its process reaped, not left behind.
+    fn drop(&mut self) {
+        if self.status.is_none() {
+            self.signal(Signal::SIGKILL);
+            let _ = waitpid(self.pid, None);
+        }
+    }
+}
