@@ -504,10 +504,16 @@ pub fn run<'p>(
     let interrupted = std::thread::scope(|scope| {
         for k in 0..reapers.count() {
             let (shared, reapers, news, lines) = (&shared, &*reapers, &news, line_tx.clone());
+            // Reaper `k` starts the tasks of cores `k`, `k + n`, …: bound,
+            // the first is on this CPU.
+            let cpu = opts
+                .bind
+                .then(|| opts.machine.cpus.get(k).copied())
+                .flatten();
             std::thread::Builder::new()
                 .name(format!("slurp-reaper-{k}"))
                 .spawn_scoped(scope, move || {
-                    exec::reaper::serve(reapers, k, &lines, journaled, |ended, groups| {
+                    exec::reaper::serve(reapers, k, cpu, &lines, journaled, |ended, groups| {
                         let mut locked = lock(shared);
                         let Locked { driver, observer } = &mut *locked;
                         let instances = driver.instances.len();

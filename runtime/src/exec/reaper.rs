@@ -141,18 +141,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs reaper `me` until [`Reapers::exit`] and its last attempt's end.
-/// `report` gets, under the caller's lock, the attempts that ended and the
-/// process groups of those that started (for the journal, when `groups`);
-/// what it starts for this reaper is started when it returns.
+/// Runs reaper `me` until [`Reapers::exit`], on CPU `cpu` if given (the
+/// CPU its tasks are bound to: a child is then born where it runs, and the
+/// thread wakes where its child ended). `report` gets, under the caller's
+/// lock, the attempts that ended and the process groups of those that
+/// started (for the journal, when `groups`); what it starts for this
+/// reaper is started when it returns.
 pub fn serve(
     reapers: &Reapers,
     me: usize,
+    cpu: Option<usize>,
     lines: &mpsc::UnboundedSender<Output>,
     groups: bool,
     mut report: impl FnMut(Vec<Finished>, Vec<Output>),
 ) {
     CURRENT.set(Some(me));
+    if let Some(cpu) = cpu {
+        let mut set = nix::sched::CpuSet::new();
+        // A CPU the set cannot hold, or one the kernel refuses: the thread
+        // runs where the scheduler puts it, which is only slower.
+        if set.set(cpu).is_ok() {
+            let _ = nix::sched::sched_setaffinity(Pid::from_raw(0), &set);
+        }
+    }
     let this = &reapers.threads[me];
     let mut running: Vec<Attempt> = Vec::new();
     let mut ended: Vec<Finished> = Vec::new();
