@@ -115,6 +115,54 @@ fn each_task_is_bound_to_its_own_cores() {
     );
 }
 
+/// Plain tasks, started by reaper threads pinned to their CPUs: a task on a
+/// core of this machine is bound to that core's CPU; one on a core beyond
+/// the machine (an emulated instance) runs on every CPU slurp has, not on
+/// the CPU of the thread that started it.
+#[test]
+fn plain_tasks_are_bound_to_their_core_or_to_none() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: needs 2 CPUs, this machine has {cpus}");
+        return;
+    }
+    let allowed = |status: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|l| l.trim().to_owned())
+            .unwrap()
+    };
+    let own = allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    // More tasks than cores: a run of them starts its reapers.
+    let cores = cpus * 2;
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            format!(
+                "task t[i=1..{}]: sh -c 'echo $SLURP_CORES; grep Cpus_allowed_list /proc/self/status'\n",
+                cores * 3
+            ),
+        )
+        .args(&["--cores", &cores.to_string(), "w.slurp"])
+        .run()
+        .success();
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let (mut bound, mut unbound) = (0, 0);
+    for pair in lines.chunks(2) {
+        let core: usize = pair[0].parse().unwrap();
+        let list = allowed(pair[1]);
+        if core < cpus {
+            assert!(list.parse::<usize>().is_ok(), "core {core}: {list}");
+            bound += 1;
+        } else {
+            assert_eq!(list, own, "core {core}, beyond the machine");
+            unbound += 1;
+        }
+    }
+    assert!(bound > 0 && unbound > 0, "{}", run.stdout);
+}
+
 #[test]
 fn emulated_cores_beyond_the_machine_are_scheduled_but_not_bound() {
     let run = Test::new()
@@ -189,6 +237,36 @@ fn plain_and_watched_tasks_follow_each_other_in_one_run() {
     assert_eq!(order.len(), 5, "{order:?}");
     assert!(at("a") < at("b") && at("b") < at("c"), "{order:?}");
     assert!(at("a") < at("d") && at("d") < at("e"), "{order:?}");
+}
+
+/// What a reaper thread reports of the attempts it starts (more tasks
+/// than cores, so the run has reapers): a program that does not exist, a
+/// process killed by a signal, and output far beyond what a pipe holds,
+/// every byte of it, in its task's group.
+#[test]
+fn a_reaper_reports_what_each_attempt_did() {
+    let run = Test::new()
+        .file(
+            "w.slurp",
+            "task missing: no-such-program-y\n\
+             task big: sh -c 'sleep 0.05; head -c 300000 /dev/zero | tr -c y y; echo; echo end of big'\n\
+             task killed: sh -c 'echo dying >&2; kill -9 $$'\n\
+             task fine: echo fine\n",
+        )
+        .args(&["--cores", "1", "w.slurp"])
+        .run();
+    assert_eq!(run.status, 1);
+    let big = run.stdout.lines().find(|l| l.starts_with('y')).unwrap();
+    assert_eq!(big.len(), 300_000);
+    assert!(big.bytes().all(|b| b == b'y'));
+    assert!(run.stdout.contains("y\nend of big\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("fine"));
+    run.stderr_has(&[
+        "slurp: 4 tasks: 2 succeeded, 2 failed",
+        "cannot run `no-such-program-y`: no such program",
+        "failed    killed  killed by signal 9",
+        "| dying",
+    ]);
 }
 
 #[test]
@@ -290,8 +368,11 @@ fn output_modes_tag_files_none() {
 /// ends. The two tasks hand over through files, so the order is fixed.
 #[test]
 fn ungroup_passes_output_through_as_it_is_written() {
-    let file = "task a: sh -c 'echo a1; touch ready; while [ ! -e done ]; do sleep 0.01; done; echo a2; echo a-err >&2'
-task b: sh -c 'while [ ! -e ready ]; do sleep 0.01; done; echo b1; touch done'
+    // `a` goes on only once `b` has ended and been reaped (a zombie still
+    // answers `kill -0`), so `b` is reported first however loaded the
+    // machine is.
+    let file = "task a: sh -c 'echo a1; touch ready; while [ ! -e done ]; do sleep 0.01; done; while kill -0 $(cat bpid) 2>/dev/null; do sleep 0.01; done; echo a2; echo a-err >&2'
+task b: sh -c 'while [ ! -e ready ]; do sleep 0.01; done; echo b1; echo $$ > bpid; touch done'
 ";
     let ungrouped = Test::new()
         .file("w.slurp", file)

@@ -143,7 +143,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Runs reaper `me` until [`Reapers::exit`], on CPU `cpu` if given (the
 /// CPU its tasks are bound to: a child is then born where it runs, and the
-/// thread wakes where its child ended). `report` gets, under the caller's
+/// thread wakes where its child ended; a child not bound still runs on
+/// every CPU slurp has). `report` gets, under the caller's
 /// lock, the attempts that ended and the process groups of those that
 /// started (for the journal, when `groups`); what it starts for this
 /// reaper is started when it returns.
@@ -157,12 +158,7 @@ pub fn serve(
 ) {
     CURRENT.set(Some(me));
     if let Some(cpu) = cpu {
-        let mut set = nix::sched::CpuSet::new();
-        // A CPU the set cannot hold, or one the kernel refuses: the thread
-        // runs where the scheduler puts it, which is only slower.
-        if set.set(cpu).is_ok() {
-            let _ = nix::sched::sched_setaffinity(Pid::from_raw(0), &set);
-        }
+        super::spawn::pin_thread(cpu);
     }
     let this = &reapers.threads[me];
     let mut running: Vec<Attempt> = Vec::new();

@@ -19,7 +19,7 @@
 //! memory). Handled signals go back to default by exec itself. If a step
 //! fails, the errno and the step reach the parent through shared memory.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::os::fd::{FromRawFd as _, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,7 +41,8 @@ pub struct Spec<'a> {
     /// The child's end of its PMI socket, to become descriptor 3, or -1.
     pub pmi: c_int,
     /// The CPUs the child runs on (it binds itself first thing); empty:
-    /// slurp's.
+    /// slurp's (the spawning thread's, or the ones it had before
+    /// [`pin_thread`]).
     pub cpus: Vec<usize>,
 }
 
@@ -187,6 +188,33 @@ impl Drop for ChildStack {
 
 thread_local! {
     static STACK: RefCell<Option<ChildStack>> = const { RefCell::new(None) };
+    /// Where a child that is not bound runs when this thread is pinned
+    /// ([`pin_thread`]): the CPUs the thread had before, not the one it
+    /// was pinned to (a child inherits its parent thread's mask).
+    static UNBOUND: Cell<Option<libc::cpu_set_t>> = const { Cell::new(None) };
+}
+
+/// Pins the calling thread to `cpu`; the children it starts unbound keep
+/// the CPUs it had. A CPU the kernel refuses leaves the thread as it was,
+/// which is only slower.
+pub fn pin_thread(cpu: usize) {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return;
+    }
+    // SAFETY: cpu_set_t is plain bits (all zeroes: the empty set); the
+    // calls read and write only the sets passed, of the size given, and
+    // CPU_SET sets a bit inside the set (`cpu` is below CPU_SETSIZE).
+    unsafe {
+        let mut had: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut had) != 0 {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &one) == 0 {
+            UNBOUND.set(Some(had));
+        }
+    }
 }
 
 /// A started process: its pid, and a pidfd for it where the kernel gave
@@ -199,6 +227,19 @@ pub struct Spawned {
 /// Whether `clone` can return a pidfd (CLONE_PIDFD, Linux 5.2): one system
 /// call a task fewer than `pidfd_open`.
 static PIDFD_AT_CLONE: AtomicBool = AtomicBool::new(true);
+
+/// The set of `cpus` (ids past the set's size are skipped).
+fn bound_to(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: a cpu_set_t is plain bits; all zeroes is the empty set, and
+    // CPU_SET only sets a bit inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        set
+    }
+}
 
 /// Starts the process, or says why it could not start.
 pub fn spawn(spec: &Spec<'_>) -> Result<Spawned, String> {
@@ -214,21 +255,11 @@ pub fn spawn(spec: &Spec<'_>) -> Result<Spawned, String> {
         .map(|e| e.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
-    let cpus = (!spec.cpus.is_empty()).then(|| {
-        // SAFETY: a cpu_set_t is plain bits; all zeroes is the empty set,
-        // and CPU_SET only sets a bit inside it (ids past it are skipped).
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in spec
-                .cpus
-                .iter()
-                .filter(|&&c| c < libc::CPU_SETSIZE as usize)
-            {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            set
-        }
-    });
+    let cpus = if spec.cpus.is_empty() {
+        UNBOUND.get()
+    } else {
+        Some(bound_to(&spec.cpus))
+    };
     let mut failure = Failure { errno: 0, stage: 0 };
     let args = ChildArgs {
         path: spec.path.as_ptr(),
