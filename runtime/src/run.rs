@@ -394,6 +394,23 @@ impl Drop for ExitReapers<'_> {
     }
 }
 
+/// Tells the event loop when a reaper thread panics: its attempts would
+/// never be reported, and the loop would wait for them for ever. (The
+/// scope then passes the panic on.)
+struct Fallen<'a> {
+    fallen: &'a std::sync::atomic::AtomicBool,
+    news: &'a tokio::sync::Notify,
+}
+
+impl Drop for Fallen<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.fallen.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.news.notify_one();
+        }
+    }
+}
+
 /// Runs the top-level workflow of `program`, and every workflow it nests,
 /// to the end: the event loop on `runtime` (this thread), and one reaper
 /// thread a CPU for plain attempts ([`exec::reaper`]).
@@ -414,10 +431,10 @@ pub fn run<'p>(
     let (done_tx, done_rx) = mpsc::unbounded_channel::<Finished>();
     let (line_tx, line_rx) = mpsc::unbounded_channel::<Output>();
     let capacity = opts.capacity;
-    // One reaper a CPU the run's cores can be on; none where no task's end
-    // can be followed by another's start (no more tasks than cores, and no
-    // more to come): the threads would cost such a run more than they save
-    // (about a millisecond of start-up, BENCHMARKS.md).
+    // One reaper a CPU the run's cores can be on; none for a run with no
+    // more tasks than cores and no more to come: few of its ends can be
+    // followed by a start, and the threads would cost it more than they
+    // save (about a millisecond of start-up, BENCHMARKS.md).
     let cpus = match opts.machine.cpus.len() {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -501,9 +518,17 @@ pub fn run<'p>(
     // A reaper's step that the loop must see: the run's end, or a nested
     // instance (its time limit is the loop's timer).
     let news = tokio::sync::Notify::new();
+    let fallen = std::sync::atomic::AtomicBool::new(false);
     let interrupted = std::thread::scope(|scope| {
+        // Before the first reaper starts: however this closure leaves, the
+        // reapers are told to return, or the scope would wait for ever.
+        let _exit = ExitReapers(&reapers);
         for k in 0..reapers.count() {
             let (shared, reapers, news, lines) = (&shared, &*reapers, &news, line_tx.clone());
+            let fallen = Fallen {
+                fallen: &fallen,
+                news,
+            };
             // Reaper `k` starts the tasks of cores `k`, `k + n`, …: bound,
             // the first is on this CPU.
             let cpu = opts
@@ -513,6 +538,7 @@ pub fn run<'p>(
             std::thread::Builder::new()
                 .name(format!("slurp-reaper-{k}"))
                 .spawn_scoped(scope, move || {
+                    let _fallen = fallen;
                     exec::reaper::serve(reapers, k, cpu, &lines, journaled, |ended, groups| {
                         let mut locked = lock(shared);
                         let Locked { driver, observer } = &mut *locked;
@@ -534,8 +560,7 @@ pub fn run<'p>(
                     });
                 })?;
         }
-        let _exit = ExitReapers(&reapers);
-        runtime.block_on(drive(&shared, &news, socket, done_rx, line_rx))
+        runtime.block_on(drive(&shared, &news, &fallen, socket, done_rx, line_rx))
     })?;
     let Locked { driver, .. } = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     // What did not succeed, a sweep's never-started members as stretches:
@@ -580,6 +605,7 @@ pub fn run<'p>(
 async fn drive(
     shared: &std::sync::Mutex<Locked<'_>>,
     news: &tokio::sync::Notify,
+    fallen: &std::sync::atomic::AtomicBool,
     socket: Option<listen::Socket>,
     mut done_rx: mpsc::UnboundedReceiver<Finished>,
     mut line_rx: mpsc::UnboundedReceiver<Output>,
@@ -651,7 +677,11 @@ async fn drive(
                     )));
                 }
             }
-            () = news.notified() => {}
+            () = news.notified() => {
+                if fallen.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(std::io::Error::other("a reaper thread failed"));
+                }
+            }
             _ = sleep_until(close_at.map(tokio::time::Instant::from_std)) => {
                 lock(shared).driver.open = false;
                 dirty.push(0);
