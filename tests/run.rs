@@ -208,7 +208,7 @@ fn a_failing_dependency_skips_its_dependents_and_the_run_exits_1() {
     ]);
 }
 
-/// Tasks the event loop watches (a time limit) and plain ones, which a
+/// Tasks the event loop watches (a memory limit) and plain ones, which a
 /// reaper thread starts and reaps, follow each other in one run: each
 /// starts after what it follows, and each ends with its own status.
 #[test]
@@ -216,10 +216,10 @@ fn plain_and_watched_tasks_follow_each_other_in_one_run() {
     let test = Test::new().file(
         "w.slurp",
         "task a: sh -c 'echo a >> order'\n\
-             task b after=a time=10s: sh -c 'echo b >> order'\n\
+             task b after=a mem=1G: sh -c 'echo b >> order'\n\
              task c after=b: sh -c 'echo c >> order; exit 3'\n\
              task d after=a: sh -c 'sleep 0.2; echo d >> order; echo d says >&2'\n\
-             task e after=d time=10s: sh -c 'echo e >> order; exit 4'\n\
+             task e after=d mem=1G: sh -c 'echo e >> order; exit 4'\n\
              task f after=e: echo never\n",
     );
     let test = test.args(&["--cores", "2", "w.slurp"]);
@@ -281,25 +281,32 @@ fn retries_rerun_a_failed_task() {
 
 #[test]
 fn a_task_past_its_time_limit_is_stopped_even_if_it_ignores_sigterm() {
-    let start = Instant::now();
-    let run = Test::new()
-        .file(
-            "w.slurp",
-            "task slow time=1s: sh -c 'trap \"\" TERM; sleep 30'\n",
-        )
-        .args(&["--grace", "1s", "w.slurp"])
-        .run();
-    let took = start.elapsed();
-    assert_eq!(run.status, 1);
-    run.stderr_has(&["timeout   slow  ran past its time limit"]);
-    assert!(
-        took < Duration::from_secs(10),
-        "took {took:?}: SIGKILL after the grace period"
-    );
-    assert!(
-        took >= Duration::from_secs(2),
-        "took {took:?}: limit 1 s plus grace 1 s"
-    );
+    // Alone (the event loop watches it), and behind another on one core
+    // (the run has a reaper thread, which watches it).
+    for (file, cores) in [
+        ("task slow time=1s: sh -c 'trap \"\" TERM; sleep 30'\n", "2"),
+        (
+            "task quick: true\ntask slow time=1s: sh -c 'trap \"\" TERM; sleep 30'\n",
+            "1",
+        ),
+    ] {
+        let start = Instant::now();
+        let run = Test::new()
+            .file("w.slurp", file)
+            .args(&["--grace", "1s", "--cores", cores, "w.slurp"])
+            .run();
+        let took = start.elapsed();
+        assert_eq!(run.status, 1, "{file}");
+        run.stderr_has(&["timeout   slow  ran past its time limit"]);
+        assert!(
+            took < Duration::from_secs(10),
+            "took {took:?}: SIGKILL after the grace period"
+        );
+        assert!(
+            took >= Duration::from_secs(2),
+            "took {took:?}: limit 1 s plus grace 1 s"
+        );
+    }
 }
 
 #[test]
@@ -432,14 +439,14 @@ fn invalid_workflows_run_nothing_and_exit_2() {
 
 /// SIGINT or SIGTERM mid-run: every task's process group is stopped,
 /// nothing of the run survives, and slurp exits 130 with its summary —
-/// tasks with a time limit (watched by the event loop) and plain ones
-/// (started and reaped by a reaper thread) alike.
+/// tasks with a memory limit (watched by the event loop) and plain ones,
+/// with a time limit or not (started and reaped by a reaper thread), alike.
 #[test]
 fn interrupt_leaves_no_process_alive() {
     for (sig, limit) in [
+        (nix::sys::signal::Signal::SIGINT, " mem=1G"),
+        (nix::sys::signal::Signal::SIGTERM, " mem=1G"),
         (nix::sys::signal::Signal::SIGINT, " time=1m"),
-        (nix::sys::signal::Signal::SIGTERM, " time=1m"),
-        (nix::sys::signal::Signal::SIGINT, ""),
         (nix::sys::signal::Signal::SIGTERM, ""),
     ] {
         let (_dir, child, pids) = start_run(

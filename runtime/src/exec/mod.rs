@@ -1,9 +1,9 @@
 //! The local executor: the one module that starts processes (see
 //! [`spawn`] for how, and why not with `std::process`). Inside a Flux
 //! instance a task's ranks are Flux jobs instead, through the run's one
-//! Flux client (`flux_jobs`). A plain attempt (one process here, no time or
-//! memory limit, no PMI, no tagged lines) is started and reaped by a
-//! [`reaper`] thread; the others by [`run_attempt`] on the event loop.
+//! Flux client (`flux_jobs`). A plain attempt (one process here, no memory
+//! limit, no PMI, no tagged lines) is started and reaped by a [`reaper`]
+//! thread; the others by [`run_attempt`] on the event loop.
 //!
 //! A task's attempt is `ntasks` copies (ranks) of its command, all in one
 //! process group (the first rank leads it), each told `SLURP_TASK_RANK` and

@@ -1,10 +1,11 @@
 //! Reaper threads: where a plain attempt is started, watched and reaped,
 //! and where the next one is decided — by the thread that saw a task end.
 //!
-//! A plain attempt is one process on this machine with no time limit, no
-//! memory limit, no PMI and no tagged lines: almost every member of a big
-//! sweep. Everything else (those attempts, Slurm and Flux steps, nested
-//! instances, timers, signals, the socket) stays with the event loop.
+//! A plain attempt is one process on this machine with no memory limit, no
+//! PMI and no tagged lines: almost every member of a big sweep, time limit
+//! or not. Everything else (those attempts, Slurm and Flux steps, nested
+//! instances, the run's timers, signals, the socket) stays with the event
+//! loop.
 //!
 //! Why not the event loop: with one thread for every start and end, the
 //! machine's CPUs share it. While it serves one CPU's end, or is suspended
@@ -22,7 +23,9 @@
 //! does, then read as they fill; after the end they are read to their end
 //! of file, within the same quiet and linger limits. Stops come through the
 //! attempt's `watch` channel, as they do to the event loop's attempts, with
-//! a poke ([`Reapers::poke`]) to look at it.
+//! a poke ([`Reapers::poke`]) to look at it; a time limit is a deadline the
+//! thread's `ppoll` wakes for: SIGTERM to the group, SIGKILL after the
+//! grace period.
 
 use std::cell::Cell;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
@@ -101,7 +104,6 @@ impl Reapers {
             && launch.ranks.len() == 1
             && !launch.pmi
             && launch.mem == 0
-            && launch.time_limit.is_none()
             && launch.mode != OutputMode::Tag
     }
 
@@ -309,6 +311,9 @@ struct Attempt {
     started: Instant,
     stop: watch::Receiver<Stop>,
     grace: Duration,
+    /// When its time limit runs out, if it has one.
+    deadline: Option<Instant>,
+    timed_out: bool,
     /// When SIGTERM went to the group, until SIGKILL follows.
     term_sent: Option<Instant>,
     cancelled: bool,
@@ -360,6 +365,8 @@ impl Attempt {
             started,
             stop,
             grace: launch.grace,
+            deadline: launch.time_limit.map(|limit| started + limit),
+            timed_out: false,
             term_sent: None,
             cancelled: false,
             status: None,
@@ -369,7 +376,8 @@ impl Attempt {
         Ok((attempt, group))
     }
 
-    /// Acts on a stop sent to it, and on a grace period that has run out.
+    /// Acts on a stop sent to it, on its time limit, and on a grace period
+    /// that has run out.
     fn heed(&mut self, now: Instant) {
         if self.status.is_some() {
             return;
@@ -395,6 +403,13 @@ impl Attempt {
                 self.term_sent = None;
             }
         }
+        if !self.timed_out && !self.cancelled && self.deadline.is_some_and(|at| now >= at) {
+            self.timed_out = true;
+            if self.term_sent.is_none() {
+                self.signal(Signal::SIGTERM);
+                self.term_sent = Some(now);
+            }
+        }
         if self.term_sent.is_some_and(|at| now >= at + self.grace) {
             self.signal(Signal::SIGKILL);
             self.term_sent = None;
@@ -404,7 +419,11 @@ impl Attempt {
     /// When it next needs looking at without a descriptor saying so.
     fn due(&self) -> Option<Instant> {
         match self.status {
-            None => self.term_sent.map(|at| at + self.grace),
+            None => {
+                let limit = self.deadline.filter(|_| !self.timed_out && !self.cancelled);
+                let kill = self.term_sent.map(|at| at + self.grace);
+                limit.into_iter().chain(kill).min()
+            }
             Some(_) => Some((self.heard + QUIET).min(self.ended + LINGER)),
         }
     }
@@ -465,10 +484,12 @@ impl Attempt {
     }
 
     fn finish(mut self, now: Instant) -> Finished {
-        let outcome = match (self.cancelled, self.status) {
-            (true, _) => Outcome::Cancelled,
-            (false, Some(status)) => status,
-            (false, None) => Outcome::Exit(-1),
+        // As the event loop's attempts tell it: a time limit first.
+        let outcome = match (self.timed_out, self.cancelled, self.status) {
+            (true, _, _) => Outcome::Timeout,
+            (false, true, _) => Outcome::Cancelled,
+            (false, false, Some(status)) => status,
+            (false, false, None) => Outcome::Exit(-1),
         };
         Finished {
             instance: self.instance,
