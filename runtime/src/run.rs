@@ -41,6 +41,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::core::{Alloc, Chooser, Core, Event, Job, Outcome, PolicyKind, Reason, State, Time};
+use crate::exec::reaper::lock;
 use crate::exec::{self, Finished, Launch, Output, OutputMode, Rank, Stop};
 use crate::ir::{FileId, Program, TaskId, Workflow, WorkflowId};
 use crate::journal::{Journal, Placed, Record};
@@ -379,11 +380,6 @@ struct Locked<'p> {
     observer: &'p mut dyn Observer,
 }
 
-fn lock<'a, 'p>(shared: &'a std::sync::Mutex<Locked<'p>>) -> std::sync::MutexGuard<'a, Locked<'p>> {
-    // A step that panicked has ended the run; the lock is only read then.
-    shared.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Tells the reapers to return, however the event loop leaves (a panic
 /// too): the scope that runs them waits for them.
 struct ExitReapers<'a>(&'a exec::reaper::Reapers);
@@ -547,10 +543,7 @@ pub fn run<'p>(
                             driver.output(group, *observer);
                         }
                         if !ended.is_empty() {
-                            for finished in ended {
-                                driver.finished(finished, *observer);
-                            }
-                            driver.show_ended(*observer);
+                            driver.ended(ended, *observer);
                             let mut dirty: Vec<usize> = (0..driver.instances.len()).collect();
                             driver.step(&mut dirty, *observer);
                         }
@@ -658,8 +651,7 @@ async fn drive(
                 while let Ok(output) = line_rx.try_recv() {
                     driver.output(output, *observer);
                 }
-                driver.finished(finished, *observer);
-                driver.show_ended(*observer);
+                driver.ended([finished], *observer);
                 dirty.extend(0..driver.instances.len());
             }
             Some(incoming) = request_rx.recv() => {
@@ -1053,12 +1045,8 @@ impl Driver<'_> {
             stop_tx.send_replace(self.instances[i].stop);
         }
         if self.reapers.takes(&launch) {
-            let rank = &launch.ranks[0];
-            let k = self
-                .reapers
-                .thread_for(rank.cores.first().copied().unwrap_or(0));
+            let k = self.reapers.start(exec::reaper::Start { launch, stop });
             self.attempts.insert((i as u32, task), (stop_tx, Some(k)));
-            self.reapers.start(k, exec::reaper::Start { launch, stop });
             return;
         }
         self.attempts.insert((i as u32, task), (stop_tx, None));
@@ -1373,6 +1361,16 @@ impl Driver<'_> {
                 self.stop_all(Stop::Cancel);
             }
         }
+    }
+
+    /// Attempts that ended, from the event loop or a reaper: each
+    /// reported to its core, then what `--keep-order` can now show. (Every
+    /// instance may then have work: the caller steps them all.)
+    fn ended(&mut self, finished: impl IntoIterator<Item = Finished>, observer: &mut dyn Observer) {
+        for finished in finished {
+            self.finished(finished, observer);
+        }
+        self.show_ended(observer);
     }
 
     /// `--keep-order`: the output of the top-level tasks that have ended,

@@ -167,6 +167,90 @@ pub struct Finished {
     pub error: Option<String>,
 }
 
+/// How far stopping an attempt has gone: one state machine for the event
+/// loop's attempts ([`run_attempt`]) and the reapers'. The group is asked
+/// to end once (SIGTERM; a `flux run` client's SIGINT), on a time limit, a
+/// cancel or a rank's failure under PMI; SIGKILL follows after the grace
+/// period, or at once on a kill.
+#[derive(Debug, Default)]
+struct Stopping {
+    timed_out: bool,
+    cancelled: bool,
+    /// When the group was asked to end, until SIGKILL has gone.
+    asked_at: Option<Instant>,
+}
+
+/// What to do to an attempt's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    /// Ask it to end: SIGTERM (a `flux run` client: SIGINT, twice).
+    Terminate,
+    Kill,
+}
+
+impl Stopping {
+    /// Neither its time limit nor a stop has been seen.
+    fn running(&self) -> bool {
+        !self.timed_out && !self.cancelled
+    }
+
+    /// The driver's request.
+    fn request(&mut self, stop: Stop, now: Instant) -> Option<Act> {
+        match stop {
+            Stop::Run => None,
+            Stop::Cancel => {
+                self.cancelled = true;
+                self.terminate(now)
+            }
+            Stop::Kill => {
+                self.cancelled = true;
+                self.grace_over();
+                Some(Act::Kill)
+            }
+        }
+    }
+
+    /// Its time limit has passed (the caller checks [`running`](Self::running)).
+    fn expire(&mut self, now: Instant) -> Option<Act> {
+        self.timed_out = true;
+        self.terminate(now)
+    }
+
+    /// The group is asked to end, unless it has been already.
+    fn terminate(&mut self, now: Instant) -> Option<Act> {
+        match self.asked_at {
+            Some(_) => None,
+            None => {
+                self.asked_at = Some(now);
+                Some(Act::Terminate)
+            }
+        }
+    }
+
+    /// When SIGKILL is due: the grace period after the group was asked.
+    fn kill_at(&self, grace: Duration) -> Option<Instant> {
+        self.asked_at.map(|at| at + grace)
+    }
+
+    /// SIGKILL goes now.
+    fn grace_over(&mut self) -> Act {
+        self.asked_at = None;
+        Act::Kill
+    }
+
+    /// What a time limit or a stop makes of the attempt, before anything its
+    /// processes did.
+    fn outcome(&self) -> Option<Outcome> {
+        if self.timed_out {
+            Some(Outcome::Timeout)
+        } else if self.cancelled {
+            Some(Outcome::Cancelled)
+        } else {
+            None
+        }
+    }
+}
+
 /// An attempt that could not start, and why.
 fn unstarted(launch: &Launch, error: String) -> Finished {
     Finished {
@@ -308,9 +392,7 @@ pub async fn run_attempt(
     let deadline = launch
         .time_limit
         .map(|limit| tokio::time::Instant::now() + limit);
-    let mut timed_out = false;
-    let mut cancelled = false;
-    let mut term_sent_at: Option<tokio::time::Instant> = None;
+    let mut stopping = Stopping::default();
     // Without a cgroup, slurp watches the group's resident memory.
     let watched = limit.as_ref().filter(|l| l.watched()).map(|l| l.bytes);
     // The first look a quarter second in: most tasks are gone by then.
@@ -321,7 +403,15 @@ pub async fn run_attempt(
     // Young pipes are read only once the task has grown up.
     let mut ages = capture.waiting().then(capture::Ages::listen);
     while left > 0 {
-        let kill_at = term_sent_at.map(|t| t + launch.grace);
+        let kill_at = stopping
+            .kill_at(launch.grace)
+            .map(tokio::time::Instant::from_std);
+        let act = |act: Option<Act>, second_interrupt: &mut Option<tokio::time::Instant>| match act
+        {
+            Some(Act::Terminate) => terminate(pgid, flux_steps, second_interrupt),
+            Some(Act::Kill) => signal_group(pgid, Signal::SIGKILL),
+            None => {}
+        };
         tokio::select! {
             Some(outcome) = ended.next() => {
                 left -= 1;
@@ -329,11 +419,8 @@ pub async fn run_attempt(
                 // siblings would wait on it for ever: they are stopped.
                 if outcome != Outcome::Success && statuses == Outcome::Success {
                     statuses = outcome;
-                    if launch.pmi && left > 0 && term_sent_at.is_none() {
-                        {
-                            terminate(pgid, flux_steps, &mut second_interrupt);
-                        }
-                        term_sent_at = Some(tokio::time::Instant::now());
+                    if launch.pmi && left > 0 {
+                        act(stopping.terminate(Instant::now()), &mut second_interrupt);
                     }
                 }
             }
@@ -359,40 +446,19 @@ pub async fn run_attempt(
                     signal_group(pgid, Signal::SIGKILL);
                 }
             }
-            _ = sleep_until(deadline), if !timed_out && !cancelled => {
-                timed_out = true;
-                {
-                            terminate(pgid, flux_steps, &mut second_interrupt);
-                        }
-                term_sent_at = Some(tokio::time::Instant::now());
+            _ = sleep_until(deadline), if stopping.running() => {
+                act(stopping.expire(Instant::now()), &mut second_interrupt);
             }
             _ = sleep_until(second_interrupt), if second_interrupt.is_some() => {
                 second_interrupt = None;
                 signal_group(pgid, Signal::SIGINT);
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
-                signal_group(pgid, Signal::SIGKILL);
-                term_sent_at = None;
+                act(Some(stopping.grace_over()), &mut second_interrupt);
             }
             changed = stop.changed() => {
                 let request = if changed.is_ok() { *stop.borrow() } else { Stop::Kill };
-                match request {
-                    Stop::Run => {}
-                    Stop::Cancel => {
-                        cancelled = true;
-                        if term_sent_at.is_none() {
-                            {
-                            terminate(pgid, flux_steps, &mut second_interrupt);
-                        }
-                            term_sent_at = Some(tokio::time::Instant::now());
-                        }
-                    }
-                    Stop::Kill => {
-                        cancelled = true;
-                        signal_group(pgid, Signal::SIGKILL);
-                        term_sent_at = None;
-                    }
-                }
+                act(stopping.request(request, Instant::now()), &mut second_interrupt);
             }
         }
     }
@@ -407,10 +473,8 @@ pub async fn run_attempt(
     if let Some(limit) = limit.as_ref().filter(|_| statuses != Outcome::Success) {
         exceeded = exceeded.or_else(|| limit.exceeded());
     }
-    finished.outcome = if timed_out {
-        Outcome::Timeout
-    } else if cancelled {
-        Outcome::Cancelled
+    finished.outcome = if let Some(outcome) = stopping.outcome() {
+        outcome
     } else if let Some(abort) = &aborted {
         let code = abort
             .code
@@ -776,4 +840,42 @@ pub fn tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(&stderr[start..]);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Act, Outcome, Stop, Stopping};
+    use std::time::{Duration, Instant};
+
+    /// A cancel asks once; a second cancel or a time limit after it asks no
+    /// more; SIGKILL is due a grace period after the asking; a cancel's
+    /// outcome stands whatever the processes did.
+    #[test]
+    fn a_group_is_asked_to_end_once_and_killed_after_the_grace() {
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(5);
+        let mut s = Stopping::default();
+        assert_eq!(s.outcome(), None);
+        assert_eq!(s.request(Stop::Run, t0), None);
+        assert_eq!(s.request(Stop::Cancel, t0), Some(Act::Terminate));
+        assert_eq!(s.request(Stop::Cancel, t0 + grace / 2), None);
+        assert!(!s.running());
+        assert_eq!(s.kill_at(grace), Some(t0 + grace));
+        assert_eq!(s.grace_over(), Act::Kill);
+        assert_eq!(s.kill_at(grace), None);
+        assert_eq!(s.outcome(), Some(Outcome::Cancelled));
+    }
+
+    /// A time limit is the outcome even if a cancel follows it; a kill
+    /// goes at once and leaves nothing due.
+    #[test]
+    fn a_time_limit_outranks_a_later_cancel_and_a_kill_is_at_once() {
+        let t0 = Instant::now();
+        let mut s = Stopping::default();
+        assert_eq!(s.expire(t0), Some(Act::Terminate));
+        assert_eq!(s.request(Stop::Cancel, t0), None);
+        assert_eq!(s.request(Stop::Kill, t0), Some(Act::Kill));
+        assert_eq!(s.kill_at(Duration::from_secs(1)), None);
+        assert_eq!(s.outcome(), Some(Outcome::Timeout));
+    }
 }

@@ -24,8 +24,9 @@
 //! of file, within the same quiet and linger limits. Stops come through the
 //! attempt's `watch` channel, as they do to the event loop's attempts, with
 //! a poke ([`Reapers::poke`]) to look at it; a time limit is a deadline the
-//! thread's `ppoll` wakes for: SIGTERM to the group, SIGKILL after the
-//! grace period.
+//! thread's `ppoll` wakes for. What they do to the group (SIGTERM, SIGKILL
+//! after the grace period) and the outcome they make is the event loop's
+//! own state machine, `Stopping`.
 
 use std::cell::Cell;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
@@ -38,7 +39,7 @@ use nix::unistd::Pid;
 use tokio::sync::{mpsc, watch};
 
 use super::capture::{LINGER, QUIET, YOUNG, drain, keep};
-use super::{Finished, Launch, Output, OutputMode, Stop};
+use super::{Act, Finished, Launch, Output, OutputMode, Stop, Stopping};
 use crate::core::Outcome;
 
 /// An attempt for a reaper thread to start.
@@ -107,19 +108,18 @@ impl Reapers {
             && launch.mode != OutputMode::Tag
     }
 
-    /// The reaper for an attempt whose process holds logical core `core`
-    /// first: one reaper per CPU, so the thread that starts a core's next
+    /// Hands `start` (a launch it [`takes`](Reapers::takes)) to the reaper
+    /// of the logical core its process holds first, and returns which one
+    /// that is: one reaper per CPU, so the thread that starts a core's next
     /// child is the one its last child's end woke.
-    pub fn thread_for(&self, core: u32) -> usize {
-        core as usize % self.threads.len()
-    }
-
-    /// Hands `start` to reaper `k`.
-    pub fn start(&self, k: usize, start: Start) {
+    pub fn start(&self, start: Start) -> usize {
+        let core = start.launch.ranks[0].cores.first().copied().unwrap_or(0);
+        let k = core as usize % self.threads.len();
         lock(&self.threads[k].inbox).starts.push(start);
         if CURRENT.get() != Some(k) {
             self.poke(k);
         }
+        k
     }
 
     /// Wakes reaper `k` (a stop was sent to one of its attempts).
@@ -139,7 +139,9 @@ impl Reapers {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Takes `m`; a thread that panicked holding it has ended the run, and what
+/// it guards is only read on the way out.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -313,10 +315,7 @@ struct Attempt {
     grace: Duration,
     /// When its time limit runs out, if it has one.
     deadline: Option<Instant>,
-    timed_out: bool,
-    /// When SIGTERM went to the group, until SIGKILL follows.
-    term_sent: Option<Instant>,
-    cancelled: bool,
+    stopping: Stopping,
     /// Its process's end, once reaped.
     status: Option<Outcome>,
     /// When it was reaped, and when a pipe last gave something since.
@@ -366,9 +365,7 @@ impl Attempt {
             stop,
             grace: launch.grace,
             deadline: launch.time_limit.map(|limit| started + limit),
-            timed_out: false,
-            term_sent: None,
-            cancelled: false,
+            stopping: Stopping::default(),
             status: None,
             ended: started,
             heard: started,
@@ -388,31 +385,29 @@ impl Attempt {
             // The driver is gone: nothing is left to report to.
             Err(_) => Some(Stop::Kill),
         };
-        match stop {
-            None | Some(Stop::Run) => {}
-            Some(Stop::Cancel) => {
-                self.cancelled = true;
-                if self.term_sent.is_none() {
-                    self.signal(Signal::SIGTERM);
-                    self.term_sent = Some(now);
-                }
-            }
-            Some(Stop::Kill) => {
-                self.cancelled = true;
-                self.signal(Signal::SIGKILL);
-                self.term_sent = None;
-            }
+        if let Some(stop) = stop {
+            let act = self.stopping.request(stop, now);
+            self.act(act);
         }
-        if !self.timed_out && !self.cancelled && self.deadline.is_some_and(|at| now >= at) {
-            self.timed_out = true;
-            if self.term_sent.is_none() {
-                self.signal(Signal::SIGTERM);
-                self.term_sent = Some(now);
-            }
+        if self.stopping.running() && self.deadline.is_some_and(|at| now >= at) {
+            let act = self.stopping.expire(now);
+            self.act(act);
         }
-        if self.term_sent.is_some_and(|at| now >= at + self.grace) {
-            self.signal(Signal::SIGKILL);
-            self.term_sent = None;
+        if self
+            .stopping
+            .kill_at(self.grace)
+            .is_some_and(|at| now >= at)
+        {
+            let act = self.stopping.grace_over();
+            self.act(Some(act));
+        }
+    }
+
+    fn act(&self, act: Option<Act>) {
+        match act {
+            Some(Act::Terminate) => self.signal(Signal::SIGTERM),
+            Some(Act::Kill) => self.signal(Signal::SIGKILL),
+            None => {}
         }
     }
 
@@ -420,8 +415,8 @@ impl Attempt {
     fn due(&self) -> Option<Instant> {
         match self.status {
             None => {
-                let limit = self.deadline.filter(|_| !self.timed_out && !self.cancelled);
-                let kill = self.term_sent.map(|at| at + self.grace);
+                let limit = self.deadline.filter(|_| self.stopping.running());
+                let kill = self.stopping.kill_at(self.grace);
                 limit.into_iter().chain(kill).min()
             }
             Some(_) => Some((self.heard + QUIET).min(self.ended + LINGER)),
@@ -485,12 +480,11 @@ impl Attempt {
 
     fn finish(mut self, now: Instant) -> Finished {
         // As the event loop's attempts tell it: a time limit first.
-        let outcome = match (self.timed_out, self.cancelled, self.status) {
-            (true, _, _) => Outcome::Timeout,
-            (false, true, _) => Outcome::Cancelled,
-            (false, false, Some(status)) => status,
-            (false, false, None) => Outcome::Exit(-1),
-        };
+        let outcome = self
+            .stopping
+            .outcome()
+            .or(self.status)
+            .unwrap_or(Outcome::Exit(-1));
         Finished {
             instance: self.instance,
             task: self.task,
