@@ -317,7 +317,9 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "model": args.model,
             "observation": net.sight.name(),
             "committed_network": net.has_committed(),
-            "committed_observation": net.has_committed().then(|| net.committed().sight.name()),
+            "committed_observation": net.has_committed().then(|| net.committed(false).sight.name()),
+            "committed_easy_network": net.has_committed_easy(),
+            "committed_easy_observation": net.has_committed_easy().then(|| net.committed(true).sight.name()),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -334,14 +336,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             out,
             "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
             net.sight.name(),
-            match net.has_committed() {
-                true if net.committed().sight != net.sight => format!(
-                    "; its own network for the reference model's committed choices, seeing {}",
-                    net.committed().sight.name()
-                ),
-                true => "; its own network for the reference model's committed choices".into(),
-                false => String::new(),
-            },
+            committed_header(&net),
             args.samples,
             args.len,
             args.seed
@@ -558,4 +553,35 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a judge's table says of a model's networks for the reference
+/// model's committed choices: "" when it has none.
+fn committed_header(net: &Model) -> String {
+    let seeing = |m: &Model| {
+        if m.sight == net.sight {
+            String::new()
+        } else {
+            format!(", seeing {}", m.sight.name())
+        }
+    };
+    // Without backfilling the model's own network decides unless it
+    // carries one for that mode (or for both).
+    let without = !std::ptr::eq(net.committed(false), net);
+    match (without, net.has_committed_easy()) {
+        (false, false) => String::new(),
+        (true, false) => format!(
+            "; its own network for the reference model's committed choices{}",
+            seeing(net.committed(false))
+        ),
+        (false, true) => format!(
+            "; its own network for the reference model's committed choices with EASY{}",
+            seeing(net.committed(true))
+        ),
+        (true, true) => format!(
+            "; its own networks for the reference model's committed choices, without backfilling{} and with EASY{}",
+            seeing(net.committed(false)),
+            seeing(net.committed(true))
+        ),
+    }
 }

@@ -54,16 +54,27 @@ pub enum Models {
     Reference,
 }
 
+/// A network of a model file and the observation it sees.
+type Net = (Vec<slurp_fair::export::Dense>, Sight);
+
+/// Which of a model's networks a search trains: the model's own (slurp's
+/// model, real runs), or one for the reference model's committed choices,
+/// for both backfilling modes or for EASY alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Main,
+    Committed,
+    Easy,
+}
+
 /// What a search keeps of the model it starts from, beside the network it
-/// trains.
-enum Keep {
-    Nothing,
-    /// Its network and the observation it sees (the search trains the one
-    /// for committed choices, which may see another).
-    Main(Vec<slurp_fair::export::Dense>, Sight),
-    /// Its network for committed choices and what that sees (the search
-    /// trains the other).
-    Committed(Vec<slurp_fair::export::Dense>, Sight),
+/// trains: the others, each as it was, so that a search for one kind of
+/// cell leaves every other kind's choices unchanged.
+#[derive(Default)]
+struct Keep {
+    main: Option<Net>,
+    committed: Option<Net>,
+    easy: Option<Net>,
 }
 
 /// Which backfilling a search's cells replay.
@@ -132,7 +143,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "G")]
     gain: Option<f64>,
     /// evolve: train on the cells of one backfilling mode only (a model
-    /// for `fair:M.onnx+easy`, say), or both
+    /// for `fair:M.onnx+easy`, say), or both. With --init and --sim-model
+    /// reference, the network for committed choices of that mode alone:
+    /// the model keeps the other mode's as it was
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Backfilling::Both)]
     backfill: Backfilling,
     /// evolve: train on the cells of one simulation model only, or both.
@@ -325,34 +338,20 @@ fn evolve(
             Err(e) => return usage(e).map(Some),
         },
     };
-    let keep = match (&init, args.sim_model) {
-        (Some((path, m)), Models::Reference) if m.sight == Sight::V1 => {
-            return usage(format!(
-                "{path}: sees observation v1 (scaled by one trace), which cannot carry a network for committed choices; start from a v2 … v5 model"
-            ))
-            .map(Some);
-        }
-        (Some((path, m)), Models::Reference) => match m.layers() {
-            Some(layers) => Keep::Main(layers, m.sight),
-            None => {
-                return usage(format!(
-                    "{path}: not a per-slot MLP, so it cannot carry a network for committed choices"
-                ))
-                .map(Some);
-            }
+    // The network searched: from a model, a search on the reference
+    // model's cells alone trains one for its committed choices (for EASY
+    // alone with `--backfill easy`); any other search, the model's own.
+    let slot = match (&init, args.sim_model, args.backfill) {
+        (Some(_), Models::Reference, Backfilling::Easy) => Slot::Easy,
+        (Some(_), Models::Reference, _) => Slot::Committed,
+        _ => Slot::Main,
+    };
+    let keep = match &init {
+        None => Keep::default(),
+        Some((path, m)) => match keeps(m, slot, args) {
+            Ok(keep) => keep,
+            Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
-        (Some((_, m)), Models::Slurp) => {
-            let sight = m.committed().sight;
-            m.committed_layers()
-                .map_or(Keep::Nothing, |layers| Keep::Committed(layers, sight))
-        }
-        (Some((path, m)), Models::Both) if m.has_committed() => {
-            eprintln!(
-                "note: {path}'s network for committed choices is not kept: a search on both models trains one network for both"
-            );
-            Keep::Nothing
-        }
-        _ => Keep::Nothing,
     };
     // clap admits only `v3`, `v4` and `v5`. Each network of a model sees
     // its own observation (the model file says which), so the one searched
@@ -363,10 +362,7 @@ fn evolve(
     ) {
         (Some(asked), _) => asked,
         (None, Some((_, m))) => {
-            let searched = match args.sim_model {
-                Models::Reference => m.committed().sight,
-                _ => m.sight,
-            };
+            let searched = searched(m, slot).sight;
             if searched.wide() {
                 searched
             } else {
@@ -377,11 +373,7 @@ fn evolve(
     };
     let (shape, start) = match &init {
         Some((path, m)) => {
-            let searched = match args.sim_model {
-                Models::Reference => m.committed(),
-                _ => m,
-            };
-            let layers = searched
+            let layers = searched(m, slot)
                 .layers()
                 .ok_or_else(|| format!("{path}: not a per-slot MLP a search can start from"));
             match layers.as_deref().map(Shape::of) {
@@ -510,17 +502,24 @@ fn evolve(
     );
     let trained = shape.layers(&found.params);
     let mut notes = vec![("slurp.trained", how)];
-    let (main, main_sight) = match keep {
-        Keep::Main(main, own) => {
-            notes.extend(slurp_fair::export::committed_notes(&trained, sight));
-            (main, own)
+    let trained = Some((trained, sight));
+    let [main, committed, easy] = [Slot::Main, Slot::Committed, Slot::Easy].map(|at| {
+        if at == slot {
+            trained.clone()
+        } else {
+            match at {
+                Slot::Main => keep.main.clone(),
+                Slot::Committed => keep.committed.clone(),
+                Slot::Easy => keep.easy.clone(),
+            }
         }
-        Keep::Committed(committed, own) => {
-            notes.extend(slurp_fair::export::committed_notes(&committed, own));
-            (trained, sight)
+    });
+    for (net, easy) in [(committed, false), (easy, true)] {
+        if let Some((layers, seeing)) = net {
+            notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
         }
-        Keep::Nothing => (trained, sight),
-    };
+    }
+    let (main, main_sight) = main.expect("the searched network or the start's own");
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
     std::fs::write(&args.output, bytes)?;
     let model = match Model::load(&args.output, None) {
@@ -538,6 +537,81 @@ fn evolve(
         cells.len()
     );
     Ok(None)
+}
+
+/// The network of `m` a search for `slot` starts from.
+fn searched(m: &Model, slot: Slot) -> &Model {
+    match slot {
+        Slot::Main => m,
+        Slot::Committed => m.committed(false),
+        Slot::Easy => m.committed(true),
+    }
+}
+
+/// What a search for `slot` from `m` keeps of it; why it cannot start
+/// from it.
+fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
+    let own = |easy: bool| {
+        m.committed_layers(easy)
+            .map(|layers| (layers, m.committed(easy).sight))
+    };
+    if slot == Slot::Main {
+        if args.sim_model == Models::Slurp {
+            // Each mode's network for committed choices stays as it was.
+            return Ok(Keep {
+                main: None,
+                committed: own(false),
+                easy: if m.has_committed_easy() {
+                    own(true)
+                } else {
+                    None
+                },
+            });
+        }
+        if m.has_committed() {
+            eprintln!(
+                "note: its networks for committed choices are not kept: a search on both models trains one network for both"
+            );
+        }
+        return Ok(Keep::default());
+    }
+    if m.sight == Sight::V1 {
+        return Err("sees observation v1 (scaled by one trace), which cannot carry a network for committed choices; start from a v2 … v5 model".into());
+    }
+    let Some(main) = m.layers() else {
+        return Err(
+            "not a per-slot MLP, so it cannot carry a network for committed choices".into(),
+        );
+    };
+    let main = Some((main, m.sight));
+    Ok(match (slot, args.backfill) {
+        // The network for no backfilling keeps serving it; EASY's is searched.
+        (Slot::Easy, _) => Keep {
+            committed: own(false),
+            main: main.clone(),
+            easy: None,
+        },
+        // EASY keeps the network it had: its own, the shared one, or the
+        // model's.
+        (_, Backfilling::None) => Keep {
+            easy: own(true).or_else(|| main.clone()),
+            main,
+            committed: None,
+        },
+        // One network searched for both modes.
+        _ => {
+            if m.has_committed_easy() {
+                eprintln!(
+                    "note: its network for committed choices with EASY is not kept: a search on both backfilling modes trains one network for both"
+                );
+            }
+            Keep {
+                main,
+                committed: None,
+                easy: None,
+            }
+        }
+    })
 }
 
 /// `--method ppo`: the PyTorch trainer, then the best kept model (ranked on

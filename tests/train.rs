@@ -231,7 +231,7 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
     // step from fair-v3's, so not the same) is carried for committed choices.
     assert_eq!(written.layers(), start.layers());
     let committed = written
-        .committed_layers()
+        .committed_layers(false)
         .expect("a network for committed choices");
     assert_ne!(Some(committed.clone()), start.layers());
     // A search on slurp's model from it keeps that network.
@@ -241,8 +241,66 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
         "slurp",
     );
     let both = load(&again.path().join("both.onnx"));
-    assert_eq!(both.committed_layers(), Some(committed));
+    assert_eq!(both.committed_layers(false), Some(committed));
     assert_ne!(both.layers(), start.layers());
+}
+
+#[test]
+fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
+    // fair-v4 carries one network for committed choices, for both modes.
+    let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let start = load(fair_v4.as_ref());
+    let shared = start.committed_layers(false).unwrap();
+    let search = |out: &str, from: &str, more: &[&str]| {
+        let mut args = vec!["--init", from];
+        args.extend_from_slice(more);
+        let test = small_search(out, "1", &args);
+        let run = test.run().success();
+        let written = load(&test.path().join(out));
+        (test, run, written)
+    };
+    // EASY's: searched; no backfilling keeps the shared one.
+    let (easy_test, run, easy) = search(
+        "easy.onnx",
+        fair_v4,
+        &["--sim-model", "reference", "--backfill", "easy"],
+    );
+    assert!(
+        run.stdout.contains("without backfilling and with EASY"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(easy.layers(), start.layers());
+    assert_eq!(easy.committed_layers(false), Some(shared.clone()));
+    let searched = easy.committed_layers(true).unwrap();
+    assert_ne!(searched, shared);
+    assert!(easy.has_committed_easy() && !start.has_committed_easy());
+    let easy_path = easy_test.path().join("easy.onnx");
+    let easy_path = easy_path.to_str().unwrap();
+    // Then no backfilling's: searched from the shared one, EASY's kept.
+    let (_, _, none) = search(
+        "none.onnx",
+        easy_path,
+        &["--sim-model", "reference", "--backfill", "none"],
+    );
+    assert_eq!(none.layers(), start.layers());
+    assert_eq!(none.committed_layers(true), Some(searched.clone()));
+    assert_ne!(none.committed_layers(false), Some(shared.clone()));
+    // From a model with one network for both, a search without
+    // backfilling leaves EASY with the network it had.
+    let (_, _, from_shared) = search(
+        "shared.onnx",
+        fair_v4,
+        &["--sim-model", "reference", "--backfill", "none"],
+    );
+    assert_eq!(from_shared.committed_layers(true), Some(shared.clone()));
+    assert_ne!(from_shared.committed_layers(false), Some(shared.clone()));
+    // A search on slurp's model keeps both.
+    let (_, _, slurps) = search("slurp.onnx", easy_path, &["--sim-model", "slurp"]);
+    assert_eq!(slurps.committed_layers(true), Some(searched));
+    assert_eq!(slurps.committed_layers(false), Some(shared));
+    assert_ne!(slurps.layers(), start.layers());
 }
 
 #[test]
@@ -272,8 +330,8 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
         let (start, written) = (load(path.as_ref()), load(&test.path().join("m.onnx")));
         assert_eq!(written.sight, main, "{from}");
         assert_eq!(written.layers(), start.layers(), "{from}");
-        assert_eq!(written.committed().sight, committed, "{from}");
-        assert!(written.committed_layers().is_some(), "{from}");
+        assert_eq!(written.committed(false).sight, committed, "{from}");
+        assert!(written.committed_layers(false).is_some(), "{from}");
     }
     // fair-v1 sees v1, scaled by RICC's maxima: a model that cannot carry
     // a network for committed choices, refused before any search.

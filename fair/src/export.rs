@@ -48,14 +48,26 @@ pub fn chains(layers: &[Dense]) -> bool {
 
 /// The metadata that carries a network for committed choices
 /// ([`crate::Model::committed`]), seeing `sight`: its layers as JSON, and
-/// the observation it sees (which may differ from the model's own).
-pub fn committed_notes(layers: &[Dense], sight: crate::Sight) -> [(&'static str, String); 2] {
+/// the observation it sees (which may differ from the model's own). With
+/// `easy`, the network for EASY backfilling alone; else the one for no
+/// backfilling, which serves EASY too when the model carries no other.
+pub fn committed_notes(
+    layers: &[Dense],
+    sight: crate::Sight,
+    easy: bool,
+) -> [(&'static str, String); 2] {
+    use crate::model::{COMMITTED, COMMITTED_EASY, COMMITTED_EASY_SIGHT, COMMITTED_SIGHT};
+    let (key, sight_key) = if easy {
+        (COMMITTED_EASY, COMMITTED_EASY_SIGHT)
+    } else {
+        (COMMITTED, COMMITTED_SIGHT)
+    };
     [
         (
-            crate::model::COMMITTED,
+            key,
             serde_json::to_string(layers).expect("layers are plain numbers"),
         ),
-        (crate::model::COMMITTED_SIGHT, sight.name().to_owned()),
+        (sight_key, sight.name().to_owned()),
     ]
 }
 

@@ -13,10 +13,13 @@
 //!
 //! A model may carry a second network, for schedulers that keep a choice
 //! until it starts (RLScheduler's reference model, `rollout.rs`), in the
-//! metadata [`COMMITTED`]: its per-slot MLP's layers as JSON (same
-//! observation). Slurp's own model, where the head is chosen again at
-//! every instant, uses the graph itself; tools that only read ONNX see an
-//! ordinary policy network.
+//! metadata [`COMMITTED`]: its per-slot MLP's layers as JSON (seeing the
+//! model's observation, or the one [`COMMITTED_SIGHT`] names), and a third
+//! for such choices under EASY backfilling ([`COMMITTED_EASY`]), where the
+//! fairest rule differs (a reservation keeps the head's place, so turns
+//! between users can be kept without idling the machine). Slurp's own
+//! model, where the head is chosen again at every instant, uses the graph
+//! itself; tools that only read ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,9 +43,13 @@ pub enum ModelError {
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
     #[error(
-        "{path}: its network for committed choices (metadata `slurp.committed`) cannot be used: {reason}"
+        "{path}: its network for committed choices (metadata `{key}`) cannot be used: {reason}"
     )]
-    Committed { path: PathBuf, reason: String },
+    Committed {
+        path: PathBuf,
+        key: String,
+        reason: String,
+    },
     #[error("evaluating the model: {0}")]
     Run(String),
 }
@@ -119,6 +126,13 @@ pub const COMMITTED: &str = "slurp.committed";
 /// the model's own (`v2` … `v5`).
 pub const COMMITTED_SIGHT: &str = "slurp.committed.observation";
 
+/// The metadata key of a model's network for committed choices under EASY
+/// backfilling, when it has one of its own (else [`COMMITTED`] serves both).
+pub const COMMITTED_EASY: &str = "slurp.committed.easy";
+
+/// The observation that network sees, when it is not the model's own.
+pub const COMMITTED_EASY_SIGHT: &str = "slurp.committed.easy.observation";
+
 /// A loaded policy network and the normalisers it was trained with.
 #[derive(Debug)]
 pub struct Model {
@@ -135,6 +149,8 @@ pub struct Model {
     pub normalisers: Normalisers,
     /// Its network for committed choices, when it carries one.
     committed: Option<Arc<Model>>,
+    /// Its network for committed choices under EASY, when it carries one.
+    committed_easy: Option<Arc<Model>>,
 }
 
 impl Clone for Model {
@@ -146,8 +162,54 @@ impl Clone for Model {
             sight: self.sight,
             normalisers: self.normalisers,
             committed: self.committed.clone(),
+            committed_easy: self.committed_easy.clone(),
         }
     }
+}
+
+/// The network for committed choices a model carries under metadata `key`
+/// (seeing what `sight_key` names, else the model's `sight`), loaded and
+/// checked; `None` when it carries none.
+fn carried(
+    proto: &tract_onnx::pb::ModelProto,
+    path: &Path,
+    sight: Sight,
+    key: &str,
+    sight_key: &str,
+) -> Result<Option<Arc<Model>>, ModelError> {
+    let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| ModelError::Committed {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        reason,
+    };
+    // What a network for committed choices must be.
+    const LAYERS: &str = "expected a JSON list of dense layers {\"w\": [...], \"b\": [...]} from 9 inputs to 1 output";
+    let layers: Vec<crate::export::Dense> =
+        serde_json::from_str(&p.value).map_err(|e| bad(format!("{e} ({LAYERS})")))?;
+    let own = match proto.metadata_props.iter().find(|p| p.key == sight_key) {
+        None => sight,
+        Some(p) => Sight::from_name(&p.value)
+            .filter(|&s| s != Sight::V1)
+            .ok_or_else(|| {
+                bad(format!(
+                    "`{sight_key}` is `{}`; it may name v2, v3, v4 or v5",
+                    p.value
+                ))
+            })?,
+    };
+    if sight == Sight::V1 {
+        return Err(bad(
+            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v5 model can".into(),
+        ));
+    }
+    if !crate::export::chains(&layers) {
+        return Err(bad(format!("its layers do not chain ({LAYERS})")));
+    }
+    let bytes = crate::export::actor(&layers, own.name(), &[]);
+    Ok(Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?)))
 }
 
 /// Where a model's normalisers live: `MODEL.onnx.json`.
@@ -237,44 +299,8 @@ impl Model {
             (Sight::V1, None) => fallback.ok_or_else(|| bad("missing".into()))?,
             _ => Normalisers::NONE,
         };
-        let committed = match proto.metadata_props.iter().find(|p| p.key == COMMITTED) {
-            None => None,
-            Some(p) => {
-                let bad = |reason: String| ModelError::Committed {
-                    path: path.to_owned(),
-                    reason,
-                };
-                // What a network for committed choices must be.
-                const LAYERS: &str = "expected a JSON list of dense layers {\"w\": [...], \"b\": [...]} from 9 inputs to 1 output";
-                let layers: Vec<crate::export::Dense> =
-                    serde_json::from_str(&p.value).map_err(|e| bad(format!("{e} ({LAYERS})")))?;
-                let own = match proto
-                    .metadata_props
-                    .iter()
-                    .find(|p| p.key == COMMITTED_SIGHT)
-                {
-                    None => sight,
-                    Some(p) => Sight::from_name(&p.value)
-                        .filter(|&s| s != Sight::V1)
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "`{COMMITTED_SIGHT}` is `{}`; it may name v2, v3, v4 or v5",
-                                p.value
-                            ))
-                        })?,
-                };
-                if sight == Sight::V1 {
-                    return Err(bad(
-                        "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v5 model can".into(),
-                    ));
-                }
-                if !crate::export::chains(&layers) {
-                    return Err(bad(format!("its layers do not chain ({LAYERS})")));
-                }
-                let bytes = crate::export::actor(&layers, own.name(), &[]);
-                Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?))
-            }
-        };
+        let committed = carried(&proto, path, sight, COMMITTED, COMMITTED_SIGHT)?;
+        let committed_easy = carried(&proto, path, sight, COMMITTED_EASY, COMMITTED_EASY_SIGHT)?;
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
@@ -282,6 +308,7 @@ impl Model {
             sight,
             normalisers,
             committed,
+            committed_easy,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -352,20 +379,38 @@ impl Model {
         self.direct.as_ref().and_then(SlotMlp::dense)
     }
 
-    /// The network for committed choices: the one the model carries for
-    /// them, else itself.
-    pub fn committed(&self) -> &Model {
-        self.committed.as_deref().unwrap_or(self)
+    /// The network for committed choices without backfilling (`easy:
+    /// false`) or with EASY: the one the model carries for that mode, else
+    /// the one it carries for both, else itself.
+    pub fn committed(&self, easy: bool) -> &Model {
+        let own = if easy {
+            self.committed_easy.as_ref().or(self.committed.as_ref())
+        } else {
+            self.committed.as_ref()
+        };
+        own.map_or(self, |m| m)
     }
 
-    /// Whether it carries its own network for committed choices.
+    /// Whether it carries a network of its own for committed choices (for
+    /// one backfilling mode or both).
     pub fn has_committed(&self) -> bool {
-        self.committed.is_some()
+        self.committed.is_some() || self.committed_easy.is_some()
     }
 
-    /// The layers of the network it carries for committed choices.
-    pub fn committed_layers(&self) -> Option<Vec<crate::export::Dense>> {
-        self.committed.as_ref().and_then(|m| m.layers())
+    /// Whether it carries one for EASY apart from the other mode's.
+    pub fn has_committed_easy(&self) -> bool {
+        self.committed_easy.is_some()
+    }
+
+    /// The layers of the network it carries for committed choices in that
+    /// mode (`None` when that mode uses the model's own network).
+    pub fn committed_layers(&self, easy: bool) -> Option<Vec<crate::export::Dense>> {
+        let own = self.committed(easy);
+        if std::ptr::eq(own, self) {
+            None
+        } else {
+            own.layers()
+        }
     }
 
     /// Which evaluator runs the network: `"direct"` (the per-slot MLP,

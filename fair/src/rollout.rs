@@ -322,7 +322,8 @@ fn episode(
 /// decision (the deterministic way to judge a model), or with
 /// `sample: Some(seed)` a slot drawn from its distribution, the same draws
 /// for the same seed and window. A model that carries a network for
-/// committed choices ([`Model::committed`]) decides with it here.
+/// committed choices ([`Model::committed`], one for each backfilling mode
+/// or one for both) decides with it here.
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -331,7 +332,7 @@ pub fn replay(
     sample: Option<u64>,
 ) -> Result<slurp_sim::Schedule, ModelError> {
     // Here a choice is kept until it starts.
-    let model = model.committed();
+    let model = model.committed(backfill);
     let mut eyes = Eyes::new(model.sight, &model.normalisers);
     let mut failure = None;
     let mut rng = sample.map(|seed| draws(seed, window));

@@ -1,6 +1,7 @@
 //! A model that carries a second network for committed choices: the
 //! reference model (a choice kept until it starts) decides with it, slurp's
-//! own model with the graph itself, and a malformed one is refused.
+//! own model with the graph itself (a third network, when carried, decides
+//! the reference model's choices under EASY), and a malformed one is refused.
 
 use std::sync::Arc;
 
@@ -33,13 +34,15 @@ fn the_reference_model_decides_with_the_committed_network_and_slurps_with_the_gr
     // (feature 1: the share of the cores, weighed negatively).
     let oldest = by_feature(3, 1.0);
     let narrow = by_feature(0, -1.0);
-    let both = Arc::new(model(&oldest, &export::committed_notes(&narrow, Sight::V3)).unwrap());
+    let both =
+        Arc::new(model(&oldest, &export::committed_notes(&narrow, Sight::V3, false)).unwrap());
     let (oldest, narrow) = (
         Arc::new(model(&oldest, &[]).unwrap()),
         Arc::new(model(&narrow, &[]).unwrap()),
     );
     assert!(both.has_committed() && !oldest.has_committed());
-    assert_eq!(both.committed_layers(), narrow.layers());
+    assert_eq!(both.committed_layers(false), narrow.layers());
+    assert_eq!(both.committed_layers(true), narrow.layers());
     let workload = busy();
     let window = Window {
         start: 200,
@@ -114,12 +117,12 @@ fn an_evolved_network_round_trips_as_a_committed_one() {
     let layers = shape.layers(&params);
     let carried = model(
         &by_feature(0, 1.0),
-        &export::committed_notes(&layers, Sight::V3),
+        &export::committed_notes(&layers, Sight::V3, false),
     )
     .unwrap();
     let alone = evolve::model(&shape, &params, &[]).unwrap();
-    assert_eq!(carried.committed_layers(), alone.layers());
-    assert_eq!(carried.committed().evaluator(), "direct");
+    assert_eq!(carried.committed_layers(false), alone.layers());
+    assert_eq!(carried.committed(false).evaluator(), "direct");
 }
 
 #[test]
@@ -134,11 +137,11 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     let (v3, v5) = (file(Sight::V3), file(Sight::V5));
     let carried = model(
         &by_feature(3, 1.0),
-        &export::committed_notes(&first, Sight::V5),
+        &export::committed_notes(&first, Sight::V5, false),
     )
     .unwrap();
     assert_eq!(carried.sight, Sight::V3);
-    assert_eq!(carried.committed().sight, Sight::V5);
+    assert_eq!(carried.committed(true).sight, Sight::V5);
     let workload = busy();
     let window = Window {
         start: 200,
@@ -153,7 +156,7 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     assert_eq!(reference(&carried), reference(&v5));
 
     // A name this slurp does not know is refused, naming the key.
-    let mut notes = export::committed_notes(&first, Sight::V5).to_vec();
+    let mut notes = export::committed_notes(&first, Sight::V5, false).to_vec();
     notes[1].1 = "v9".into();
     let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
     assert!(matches!(err, ModelError::Committed { .. }), "{err}");
@@ -166,4 +169,63 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     notes[1].1 = "v1".into();
     let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
     assert!(err.to_string().contains("is `v1`; it may name"), "{err}");
+}
+
+#[test]
+fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
+    // Oldest first for the model, narrowest first without backfilling,
+    // widest first under EASY.
+    let (oldest, narrow, wide) = (by_feature(3, 1.0), by_feature(0, -1.0), by_feature(0, 1.0));
+    let mut notes = export::committed_notes(&narrow, Sight::V3, false).to_vec();
+    notes.extend(export::committed_notes(&wide, Sight::V5, true));
+    let three = model(&oldest, &notes).unwrap();
+    assert!(three.has_committed() && three.has_committed_easy());
+    assert_eq!(three.committed_layers(false), Some(narrow.clone()));
+    assert_eq!(three.committed_layers(true), Some(wide.clone()));
+    assert_eq!(
+        (three.committed(false).sight, three.committed(true).sight),
+        (Sight::V3, Sight::V5)
+    );
+    let alone = |layers: &[Dense], sight: Sight| {
+        let bytes = export::actor(layers, sight.name(), &[]);
+        Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap()
+    };
+    let (narrow, wide) = (alone(&narrow, Sight::V3), alone(&wide, Sight::V5));
+    let workload = busy();
+    let window = Window {
+        start: 200,
+        len: 1024,
+    };
+    let reference = |m: &Model, backfill: bool| {
+        slurp_fair::rollout::replay(m, &workload, window, backfill, None)
+            .unwrap()
+            .order
+    };
+    assert_ne!(
+        reference(&narrow, true),
+        reference(&wide, true),
+        "the two networks choose alike"
+    );
+    assert_eq!(reference(&three, false), reference(&narrow, false));
+    assert_eq!(reference(&three, true), reference(&wide, true));
+
+    // One for EASY alone: without backfilling the model's own decides.
+    let easy_only = model(
+        &by_feature(3, 1.0),
+        &export::committed_notes(&by_feature(0, 1.0), Sight::V5, true),
+    )
+    .unwrap();
+    let own = model(&by_feature(3, 1.0), &[]).unwrap();
+    assert_eq!(easy_only.committed_layers(false), None);
+    assert_eq!(reference(&easy_only, false), reference(&own, false));
+    assert_eq!(reference(&easy_only, true), reference(&wide, true));
+
+    // A malformed one is refused, naming its key.
+    let err = model(
+        &by_feature(3, 1.0),
+        &[("slurp.committed.easy", "[]".to_owned())],
+    )
+    .unwrap_err();
+    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(err.to_string().contains("`slurp.committed.easy`"), "{err}");
 }
