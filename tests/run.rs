@@ -269,6 +269,56 @@ fn a_reaper_reports_what_each_attempt_did() {
     ]);
 }
 
+/// Tagged lines from a reaper's attempts (more tasks than cores): every
+/// line once, under its task's name, in the order the task wrote it; an
+/// unfinished last line too, even from a pipe an escaped process keeps
+/// open; a line written after a pause; and stderr's
+/// tail in the summary of a task that failed.
+#[test]
+fn a_reaper_shows_each_tagged_line_once_under_its_task() {
+    let mut file = String::new();
+    for i in 0..12 {
+        file.push_str(&format!(
+            "task t{i}: sh -c 'echo out {i} a; echo err {i} >&2; printf \"out {i} b\"'\n"
+        ));
+    }
+    file.push_str("task slow: sh -c 'echo slow 1; sleep 0.3; echo slow 2; echo bad >&2; exit 3'\n");
+    // A process that escaped the task's group holds its stdout open: the
+    // unfinished line is shown when the pipe stops being read.
+    file.push_str("task escaped: sh -c 'printf half; setsid sleep 2 & sleep 0.2'\n");
+    let run = Test::new()
+        .file("w.slurp", &file)
+        .args(&["--cores", "1", "--output", "tag", "w.slurp"])
+        .run();
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    let mut expected: Vec<String> = (0..12)
+        .flat_map(|i| [format!("[t{i}] out {i} a"), format!("[t{i}] out {i} b")])
+        .collect();
+    expected.extend(["[slow] slow 1", "[slow] slow 2", "[escaped] half"].map(String::from));
+    let mut seen: Vec<&str> = run.stdout.lines().collect();
+    // Tasks may interleave; each task's own lines may not.
+    for i in 0..12 {
+        let a = seen.iter().position(|l| *l == format!("[t{i}] out {i} a"));
+        let b = seen.iter().position(|l| *l == format!("[t{i}] out {i} b"));
+        assert!(
+            a.is_some() && a < b,
+            "t{i}'s lines in order:\n{}",
+            run.stdout
+        );
+    }
+    seen.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(seen, expected, "each line once:\n{}", run.stdout);
+    let errs: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("[t")).collect();
+    assert_eq!(errs.len(), 12, "{}", run.stderr);
+    run.stderr_has(&[
+        "[slow] bad",
+        "slurp: 14 tasks: 13 succeeded, 1 failed",
+        "failed    slow  exit status 3",
+        "| bad",
+    ]);
+}
+
 #[test]
 fn retries_rerun_a_failed_task() {
     let run = Test::new()

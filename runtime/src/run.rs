@@ -520,7 +520,7 @@ pub fn run<'p>(
         // reapers are told to return, or the scope would wait for ever.
         let _exit = ExitReapers(&reapers);
         for k in 0..reapers.count() {
-            let (shared, reapers, news, lines) = (&shared, &*reapers, &news, line_tx.clone());
+            let (shared, reapers, news) = (&shared, &*reapers, &news);
             let fallen = Fallen {
                 fallen: &fallen,
                 news,
@@ -535,12 +535,14 @@ pub fn run<'p>(
                 .name(format!("slurp-reaper-{k}"))
                 .spawn_scoped(scope, move || {
                     let _fallen = fallen;
-                    exec::reaper::serve(reapers, k, cpu, &lines, journaled, |ended, groups| {
+                    exec::reaper::serve(reapers, k, cpu, journaled, |ended, outputs| {
                         let mut locked = lock(shared);
                         let Locked { driver, observer } = &mut *locked;
                         let instances = driver.instances.len();
-                        for group in groups {
-                            driver.output(group, *observer);
+                        // Groups and lines first: a task's lines reach the
+                        // console before its end does.
+                        for output in outputs {
+                            driver.output(output, *observer);
                         }
                         if !ended.is_empty() {
                             driver.ended(ended, *observer);

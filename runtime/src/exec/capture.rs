@@ -110,7 +110,10 @@ impl Ages {
 pub(super) struct Capture {
     mode: OutputMode,
     who: (u32, TaskId),
-    lines: mpsc::UnboundedSender<Output>,
+    /// Where the event loop's readers send tagged lines; `None` when the
+    /// caller reads every pipe itself (a reaper thread, which has no event
+    /// loop), tagged ones included.
+    lines: Option<mpsc::UnboundedSender<Output>>,
     ended_tx: watch::Sender<bool>,
     ended: watch::Receiver<bool>,
     pipes: Vec<Pipe>,
@@ -131,7 +134,7 @@ impl Capture {
     pub(super) fn new(
         mode: OutputMode,
         who: (u32, TaskId),
-        lines: mpsc::UnboundedSender<Output>,
+        lines: Option<mpsc::UnboundedSender<Output>>,
     ) -> Capture {
         let (ended_tx, ended) = watch::channel(false);
         Capture {
@@ -153,7 +156,7 @@ impl Capture {
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
         )
         .map_err(|e| format!("cannot read a pipe: {e}"))?;
-        let state = if self.mode == OutputMode::Tag {
+        let state = if self.mode == OutputMode::Tag && self.lines.is_some() {
             State::Reading(self.reader(fd, stderr, Linger::new(self.ended.clone()))?)
         } else {
             State::Waiting(fd)
@@ -162,8 +165,8 @@ impl Capture {
         Ok(())
     }
 
-    /// The pipes, none of them read yet (in every mode but `tag`), with
-    /// whether each is stderr: for a reader that is not the event loop.
+    /// The pipes, none of them read yet, with whether each is stderr: for a
+    /// reader that is not the event loop (made without `lines`).
     pub(super) fn into_waiting(self) -> Vec<(OwnedFd, bool)> {
         self.pipes
             .into_iter()
@@ -199,15 +202,15 @@ impl Capture {
         stderr: bool,
         linger: Linger,
     ) -> Result<JoinHandle<Vec<u8>>, String> {
+        // Only the event loop reads with tokio, and it gives the channel.
+        let lines = self
+            .lines
+            .clone()
+            .ok_or("a pipe read without an event loop")?;
         let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd)
             .map_err(|e| format!("cannot read a pipe: {e}"))?;
         Ok(read_stream(
-            receiver,
-            self.mode,
-            self.who,
-            stderr,
-            self.lines.clone(),
-            linger,
+            receiver, self.mode, self.who, stderr, lines, linger,
         ))
     }
 
@@ -369,7 +372,7 @@ fn read_stream<R: AsyncRead + Unpin + Send + 'static>(
     })
 }
 
-fn keep_tail(kept: &mut Vec<u8>, more: &[u8]) {
+pub(super) fn keep_tail(kept: &mut Vec<u8>, more: &[u8]) {
     kept.extend_from_slice(more);
     if kept.len() > 2 * TAIL_BYTES {
         kept.drain(..kept.len() - TAIL_BYTES);

@@ -343,7 +343,7 @@ pub async fn run_attempt(
     } else {
         (Vec::new(), None)
     };
-    let spawned = spawn_ranks(&launch, &lines, cgroup, &pmi_ends);
+    let spawned = spawn_ranks(&launch, Some(&lines), cgroup, &pmi_ends);
     // The ranks hold their ends now; the server sees them close.
     drop(pmi_ends);
     let (children, mut capture) = match spawned {
@@ -619,7 +619,7 @@ fn rank_environment(launch: &Launch) -> Result<Vec<(String, String)>, String> {
 
 fn spawn_ranks(
     launch: &Launch,
-    lines: &mpsc::UnboundedSender<Output>,
+    lines: Option<&mpsc::UnboundedSender<Output>>,
     cgroup: Option<i32>,
     pmi_ends: &[OwnedFd],
 ) -> Result<(Vec<spawn::Spawned>, Capture), String> {
@@ -645,7 +645,7 @@ fn spawn_ranks(
     };
     let stdin = dev_null()?;
     let mut started: Vec<spawn::Spawned> = Vec::with_capacity(launch.ranks.len());
-    let mut capture = Capture::new(launch.mode, (launch.instance, launch.task), lines.clone());
+    let mut capture = Capture::new(launch.mode, (launch.instance, launch.task), lines.cloned());
     for (rank, place) in launch.ranks.iter().enumerate() {
         let gpus = place.gpus.join(",");
         let mut rank_env = vec![

@@ -1,9 +1,9 @@
 //! Reaper threads: where a plain attempt is started, watched and reaped,
 //! and where the next one is decided — by the thread that saw a task end.
 //!
-//! A plain attempt is one process on this machine with no memory limit, no
-//! PMI and no tagged lines: almost every member of a big sweep, time limit
-//! or not. Everything else (those attempts, Slurm and Flux steps, nested
+//! A plain attempt is one process on this machine with no memory limit and
+//! no PMI: almost every member of a big sweep, time limit, tagged lines or
+//! not. Everything else (those attempts, Slurm and Flux steps, nested
 //! instances, the run's timers, signals, the socket) stays with the event
 //! loop.
 //!
@@ -21,7 +21,11 @@
 //! the children of `std::process` elsewhere in slurp are left alone. Their
 //! pipes are left alone while they are young, as [`capture`](super::capture)
 //! does, then read as they fill; after the end they are read to their end
-//! of file, within the same quiet and linger limits. Stops come through the
+//! of file, within the same quiet and linger limits. Tagged lines
+//! (`--output tag`) are cut from what the pipes give and handed to `report`
+//! with the thread's other news, under the same lock as the attempt's end
+//! and before it: the console has a task's every line before it hears the
+//! task ended (what `-k` and the summary rely on). Stops come through the
 //! attempt's `watch` channel, as they do to the event loop's attempts, with
 //! a poke ([`Reapers::poke`]) to look at it; a time limit is a deadline the
 //! thread's `ppoll` wakes for. What they do to the group (SIGTERM, SIGKILL
@@ -36,9 +40,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use super::capture::{LINGER, QUIET, YOUNG, drain, keep};
+use super::capture::{LINGER, QUIET, YOUNG, drain, keep, keep_tail};
 use super::{Act, Finished, Launch, Output, OutputMode, Stop, Stopping};
 use crate::core::Outcome;
 
@@ -105,7 +109,6 @@ impl Reapers {
             && launch.ranks.len() == 1
             && !launch.pmi
             && launch.mem == 0
-            && launch.mode != OutputMode::Tag
     }
 
     /// Hands `start` (a launch it [`takes`](Reapers::takes)) to the reaper
@@ -149,14 +152,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// CPU its tasks are bound to: a child is then born where it runs, and the
 /// thread wakes where its child ended; a child not bound still runs on
 /// every CPU slurp has). `report` gets, under the caller's
-/// lock, the attempts that ended and the process groups of those that
-/// started (for the journal, when `groups`); what it starts for this
-/// reaper is started when it returns.
+/// lock, the attempts that ended and, before them in time, the process
+/// groups of those that started (for the journal, when `groups`) and the
+/// tagged lines read; what it starts for this reaper is started when it
+/// returns.
 pub fn serve(
     reapers: &Reapers,
     me: usize,
     cpu: Option<usize>,
-    lines: &mpsc::UnboundedSender<Output>,
     groups: bool,
     mut report: impl FnMut(Vec<Finished>, Vec<Output>),
 ) {
@@ -167,16 +170,17 @@ pub fn serve(
     let this = &reapers.threads[me];
     let mut running: Vec<Attempt> = Vec::new();
     let mut ended: Vec<Finished> = Vec::new();
-    let mut started: Vec<Output> = Vec::new();
+    // Process groups started and lines read, in the order they came.
+    let mut news: Vec<Output> = Vec::new();
     let mut exit = false;
     loop {
         let inbox = std::mem::take(&mut *lock(&this.inbox));
         exit |= inbox.exit;
         for start in inbox.starts {
-            match Attempt::start(start, lines) {
+            match Attempt::start(start) {
                 Ok((attempt, group)) => {
                     if groups {
-                        started.push(group);
+                        news.push(group);
                     }
                     running.push(attempt);
                 }
@@ -188,13 +192,17 @@ pub fn serve(
         while k < running.len() {
             running[k].heed(now);
             if running[k].is_over(now) {
-                ended.push(running.swap_remove(k).finish(now));
+                let mut attempt = running.swap_remove(k);
+                attempt.cut_off();
+                news.append(&mut attempt.lines);
+                ended.push(attempt.finish(now));
             } else {
+                news.append(&mut running[k].lines);
                 k += 1;
             }
         }
-        if !ended.is_empty() || !started.is_empty() {
-            report(std::mem::take(&mut ended), std::mem::take(&mut started));
+        if !ended.is_empty() || !news.is_empty() {
+            report(std::mem::take(&mut ended), std::mem::take(&mut news));
             continue;
         }
         if exit {
@@ -308,6 +316,10 @@ struct Attempt {
     pipes: Vec<(Option<OwnedFd>, bool)>,
     /// `group` mode keeps the whole output; `none` the tail of stderr.
     whole: bool,
+    /// `tag` mode: each pipe's line so far (by pipe), and the lines cut
+    /// from them not yet reported; stderr's tail is kept as well.
+    tag: Option<Vec<Vec<u8>>>,
+    lines: Vec<Output>,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     started: Instant,
@@ -325,13 +337,10 @@ struct Attempt {
 
 impl Attempt {
     #[allow(clippy::result_large_err)]
-    fn start(
-        start: Start,
-        lines: &mpsc::UnboundedSender<Output>,
-    ) -> Result<(Attempt, Output), Box<Finished>> {
+    fn start(start: Start) -> Result<(Attempt, Output), Box<Finished>> {
         let Start { launch, stop } = start;
         let started = Instant::now();
-        let spawned = super::spawn_ranks(&launch, lines, None, &[]);
+        let spawned = super::spawn_ranks(&launch, None, None, &[]);
         let (mut children, capture) = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -347,17 +356,20 @@ impl Attempt {
             attempt: launch.attempt,
             pgid: child.pid,
         };
+        let pipes: Vec<_> = capture
+            .into_waiting()
+            .into_iter()
+            .map(|(fd, stderr)| (Some(fd), stderr))
+            .collect();
         let attempt = Attempt {
             instance: launch.instance,
             task: launch.task,
             attempt: launch.attempt,
             pid: Pid::from_raw(child.pid),
             pidfd: child.pidfd.or_else(|| super::spawn::pidfd_open(child.pid)),
-            pipes: capture
-                .into_waiting()
-                .into_iter()
-                .map(|(fd, stderr)| (Some(fd), stderr))
-                .collect(),
+            tag: (launch.mode == OutputMode::Tag).then(|| vec![Vec::new(); pipes.len()]),
+            lines: Vec::new(),
+            pipes,
             whole: launch.mode == OutputMode::Group,
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -454,18 +466,70 @@ impl Attempt {
         let (Some(fd), stderr) = &self.pipes[j] else {
             return;
         };
-        let (more, open) = drain(fd, self.whole);
+        let stderr = *stderr;
+        // Tagged lines are all shown, so all of them are read.
+        let (more, open) = drain(fd, self.whole || self.tag.is_some());
         if !more.is_empty() {
             self.heard = now;
         }
-        let kept = if *stderr {
-            &mut self.stderr
+        if self.tag.is_some() {
+            self.cut(j, &more, !open);
         } else {
-            &mut self.stdout
-        };
-        keep(kept, &more, self.whole);
+            let kept = if stderr {
+                &mut self.stderr
+            } else {
+                &mut self.stdout
+            };
+            keep(kept, &more, self.whole);
+        }
         if !open {
             self.pipes[j].0 = None;
+        }
+    }
+
+    /// `tag` mode: the whole lines of pipe `j` so far, with `more`, become
+    /// lines to report; at its `end` the unfinished last one too.
+    fn cut(&mut self, j: usize, more: &[u8], end: bool) {
+        let Some(partial) = self.tag.as_mut() else {
+            return;
+        };
+        let stderr = self.pipes[j].1;
+        let mut line = std::mem::take(&mut partial[j]);
+        let mut rest = more;
+        loop {
+            let cut = rest.iter().position(|&b| b == b'\n');
+            match cut {
+                Some(at) => line.extend_from_slice(&rest[..=at]),
+                None if end => line.extend_from_slice(rest),
+                None => {
+                    line.extend_from_slice(rest);
+                    partial[j] = line;
+                    return;
+                }
+            }
+            if !line.is_empty() {
+                if stderr {
+                    keep_tail(&mut self.stderr, &line);
+                }
+                self.lines.push(Output::Line {
+                    instance: self.instance,
+                    task: self.task,
+                    stderr,
+                    line: std::mem::take(&mut line),
+                });
+            }
+            match cut {
+                Some(at) => rest = &rest[at + 1..],
+                None => return,
+            }
+        }
+    }
+
+    /// Its pipes are no longer read (ended, cut off by the quiet or linger
+    /// limits): a tagged line left unfinished is reported as it is.
+    fn cut_off(&mut self) {
+        for j in 0..self.pipes.len() {
+            self.cut(j, &[], true);
         }
     }
 
