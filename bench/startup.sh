@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start-up: `slurp -q --no-journal` on a one-line file (one `/bin/true`)
-# against `xargs` running the same command, and `slurp --version` (start
+# against `xargs` running the same command and against the floor (the C
+# program of bench/spawn_floor.c starting one `/bin/true`: exec, one
+# posix_spawn, one waitpid), and `slurp --version` (start
 # and exit alone), interleaved round by round; medians of the rounds'
 # means (`perf stat -r RUNS`), with page faults (most of what a start costs
 # on this machine).
@@ -24,6 +26,7 @@ command -v perf >/dev/null || { echo "bench/startup.sh needs perf (Debian: linux
 bins=()
 for b in "$@"; do bins+=("$(realpath "$b")"); done
 scratch
+cc -O2 -pthread -o "$work/spawn_floor" bench/spawn_floor.c
 cd "$work"
 echo true > one.slurp
 # "faults seconds" of `perf stat -r $runs` over "$@".
@@ -38,6 +41,7 @@ declare -A f
 addf() { f[$1]=$2; add "$1" "$3"; }
 for _ in $(seq "$rounds"); do
   addf xargs $(measure xargs -a one.slurp /bin/true)
+  addf floor $(measure ./spawn_floor 1 1 /bin/true)
   for i in "${!bins[@]}"; do
     addf "run$i" $(measure "${bins[$i]}" -q --no-journal one.slurp)
     addf "version$i" $(measure "${bins[$i]}" --version)
@@ -45,10 +49,12 @@ for _ in $(seq "$rounds"); do
 done
 ms() { echo "scale=2; $(m "$1") * 1000 / 1" | bc -l; }
 x=$(m xargs)
+fl=$(m floor)
 echo "start-up: medians of $rounds interleaved rounds of $runs runs each"
-printf '  %-40s %6s ms  %4s faults\n' "xargs -a one.slurp /bin/true" "$(ms xargs)" "${f[xargs]}"
+printf '  %-40s %6s ms  %4s faults\n' "floor: spawn_floor 1 1 /bin/true" "$(ms floor)" "${f[floor]}"
+printf '  %-40s %6s ms  %4s faults  %sx the floor\n' "xargs -a one.slurp /bin/true" "$(ms xargs)" "${f[xargs]}" "$(ratio "$x" "$fl")"
 for i in "${!bins[@]}"; do
   echo "  ${bins[$i]}"
-  printf '    %-38s %6s ms  %4s faults  %sx xargs\n' "-q --no-journal one.slurp" "$(ms "run$i")" "${f[run$i]}" "$(ratio "$(m "run$i")" "$x")"
+  printf '    %-38s %6s ms  %4s faults  %sx xargs, %sx the floor\n' "-q --no-journal one.slurp" "$(ms "run$i")" "${f[run$i]}" "$(ratio "$(m "run$i")" "$x")" "$(ratio "$(m "run$i")" "$fl")"
   printf '    %-38s %6s ms  %4s faults\n' "--version" "$(ms "version$i")" "${f[version$i]}"
 done

@@ -57,8 +57,9 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "S", default_value_t = 12345)]
     seed: u64,
     /// Draw windows inside jobs FROM..TO only (the span a model was not
-    /// trained on, such as `320000..` of RICC)
-    #[arg(long, value_name = "FROM..[TO]")]
+    /// trained on, such as `320000..` or `75%..` of RICC; `..75%` is the
+    /// span it was trained on)
+    #[arg(long, value_name = "[FROM]..[TO]")]
     within: Option<String>,
     /// Keep only windows where FCFS (reference model, no backfilling)
     /// reaches this average bounded slowdown

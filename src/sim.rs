@@ -41,8 +41,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "L", requires = "samples")]
     len: Option<usize>,
     /// Draw the random windows inside jobs FROM..TO only (`320000..`: from
-    /// job 320000 to the end), such as the months a model was not trained on
-    #[arg(long, value_name = "FROM..[TO]", requires = "samples")]
+    /// job 320000 to the end; `..75%`: the first three quarters), such as
+    /// the months a model was not trained on
+    #[arg(long, value_name = "[FROM]..[TO]", requires = "samples")]
     within: Option<String>,
     /// Keep only random windows where FCFS (reference model, no
     /// backfilling) reaches this average bounded slowdown: most windows of

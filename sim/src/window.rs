@@ -39,14 +39,18 @@ impl Window {
         Ok(window)
     }
 
-    /// `FROM..TO` or `FROM..` (to the last job): the jobs of a workload of
-    /// `jobs` jobs from `FROM` up to, not including, `TO`. Either may be a
-    /// share of the jobs, `75%..` (the last quarter of any trace).
+    /// `FROM..TO`, `FROM..` (to the last job) or `..TO` (from the first):
+    /// the jobs of a workload of `jobs` jobs from `FROM` up to, not
+    /// including, `TO`. Either may be a share of the jobs, `75%..` (the last
+    /// quarter of any trace).
     pub fn parse_span(text: &str, jobs: usize) -> Result<Window, String> {
         let (from, to) = text
             .split_once("..")
-            .ok_or_else(|| format!("`{text}` is not FROM..TO or FROM.."))?;
-        let from = span_end(from, "FROM", text, jobs)?;
+            .ok_or_else(|| format!("`{text}` is not FROM..TO, FROM.. or ..TO"))?;
+        let from = match from.trim() {
+            "" => 0,
+            from => span_end(from, "FROM", text, jobs)?,
+        };
         let to = match to.trim() {
             "" => jobs,
             to => span_end(to, "TO", text, jobs)?,
@@ -281,6 +285,16 @@ mod tests {
             Window::parse_span("0..50%", 7),
             Ok(Window { start: 0, len: 3 })
         );
+        // From the first job: the training side of a split.
+        assert_eq!(
+            Window::parse_span("..75%", 1000),
+            Window::parse_span("0..75%", 1000)
+        );
+        assert_eq!(
+            Window::parse_span("..10", 1000),
+            Ok(Window { start: 0, len: 10 })
+        );
+        assert!(Window::parse_span("..0", 1000).is_err());
         assert!(Window::parse_span("101%..", 1000).is_err());
         assert!(Window::parse_span("x%..", 1000).is_err());
     }
