@@ -1,7 +1,8 @@
 //! Memory limits that hold: a task past its `mem=` ends `out_of_memory`
 //! within a second, its neighbour under its own limit succeeds, retries
 //! apply — with a cgroup where one can be made here, and with slurp's
-//! watch of resident memory (forced with `SLURP_MEMORY=watch`).
+//! watch of resident memory (forced with `SLURP_MEMORY=watch`); by the
+//! event loop (no more tasks than cores) and by a reaper thread (one core).
 
 mod common;
 use common::Test;
@@ -25,10 +26,16 @@ fn cgroup_here() -> bool {
 }
 
 fn check(mechanism: Option<&str>) {
+    for cores in ["2", "1"] {
+        check_on(mechanism, cores);
+    }
+}
+
+fn check_on(mechanism: Option<&str>, cores: &str) {
     let mut test = Test::new()
         .file("hog.py", HOG)
         .file("flow.slurp", FLOW)
-        .args(&["--joblog", "jl", "flow.slurp"]);
+        .args(&["--cores", cores, "--joblog", "jl", "flow.slurp"]);
     if let Some(m) = mechanism {
         test = test.env("SLURP_MEMORY", m);
     }
@@ -39,7 +46,7 @@ fn check(mechanism: Option<&str>) {
     // 64 MiB (it would take seconds to reach 400 MiB at this pace).
     assert!(
         started.elapsed().as_secs_f64() < 6.0,
-        "{:?}",
+        "--cores {cores}: {:?}",
         started.elapsed()
     );
     assert!(

@@ -208,7 +208,7 @@ fn a_failing_dependency_skips_its_dependents_and_the_run_exits_1() {
     ]);
 }
 
-/// Tasks the event loop watches (a memory limit) and plain ones, which a
+/// Tasks the event loop watches (two ranks) and plain ones, which a
 /// reaper thread starts and reaps, follow each other in one run: each
 /// starts after what it follows, and each ends with its own status.
 #[test]
@@ -216,10 +216,10 @@ fn plain_and_watched_tasks_follow_each_other_in_one_run() {
     let test = Test::new().file(
         "w.slurp",
         "task a: sh -c 'echo a >> order'\n\
-             task b after=a mem=1G: sh -c 'echo b >> order'\n\
+             task b after=a ntasks=2 pmi=none: sh -c '[ $SLURP_TASK_RANK = 0 ] && echo b >> order; true'\n\
              task c after=b: sh -c 'echo c >> order; exit 3'\n\
              task d after=a: sh -c 'sleep 0.2; echo d >> order; echo d says >&2'\n\
-             task e after=d mem=1G: sh -c 'echo e >> order; exit 4'\n\
+             task e after=d ntasks=2 pmi=none: sh -c '[ $SLURP_TASK_RANK = 0 ] && echo e >> order; exit 4'\n\
              task f after=e: echo never\n",
     );
     let test = test.args(&["--cores", "2", "w.slurp"]);
@@ -489,15 +489,17 @@ fn invalid_workflows_run_nothing_and_exit_2() {
 
 /// SIGINT or SIGTERM mid-run: every task's process group is stopped,
 /// nothing of the run survives, and slurp exits 130 with its summary —
-/// tasks with a memory limit (watched by the event loop) and plain ones,
-/// with a time limit or not (started and reaped by a reaper thread), alike.
+/// tasks of two ranks (watched by the event loop) and plain ones, with a
+/// time or memory limit or not (started and reaped by a reaper thread),
+/// alike.
 #[test]
 fn interrupt_leaves_no_process_alive() {
-    for (sig, limit) in [
-        (nix::sys::signal::Signal::SIGINT, " mem=1G"),
-        (nix::sys::signal::Signal::SIGTERM, " mem=1G"),
-        (nix::sys::signal::Signal::SIGINT, " time=1m"),
-        (nix::sys::signal::Signal::SIGTERM, ""),
+    for (sig, limit, cores) in [
+        (nix::sys::signal::Signal::SIGINT, " ntasks=2 pmi=none", "4"),
+        (nix::sys::signal::Signal::SIGTERM, " ntasks=2 pmi=none", "4"),
+        (nix::sys::signal::Signal::SIGINT, " time=1m", "2"),
+        (nix::sys::signal::Signal::SIGTERM, " mem=1G", "2"),
+        (nix::sys::signal::Signal::SIGTERM, "", "2"),
     ] {
         let (_dir, child, pids) = start_run(
             &[(
@@ -506,7 +508,7 @@ fn interrupt_leaves_no_process_alive() {
                     "task s[i=1..2]{limit}: sh -c 'echo $$ > pid.{{i}}; sleep 60 & wait'\ntask later after=s: true\n"
                 ),
             )],
-            &["--cores", "2", "w.slurp"],
+            &["--cores", cores, "w.slurp"],
             &["pid.1", "pid.2"],
         );
         signal(&child, sig);

@@ -39,6 +39,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// How often a watched limit is looked at; the first look is this long
+/// after the start: most tasks are gone by then.
+pub const LOOK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// How limits are enforced in this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mechanism {
@@ -374,6 +378,24 @@ impl Limit {
     /// Whether slurp must watch the group itself.
     pub fn watched(&self) -> bool {
         self.cgroup.is_none()
+    }
+
+    /// What an attempt stopped at this limit is told, for its summary.
+    pub fn killed(&self, exceeded: &Exceeded) -> String {
+        let limit = crate::format_bytes(self.bytes);
+        let how = Mechanism::get().name();
+        if self.watched() {
+            format!(
+                "out of memory: used {}, over its limit of {limit} ({how}); killed",
+                crate::format_bytes(exceeded.peak)
+            )
+        } else {
+            let peak = match exceeded.peak {
+                0 => String::new(),
+                peak => format!(", peak {}", crate::format_bytes(peak)),
+            };
+            format!("out of memory: killed by the kernel at its limit of {limit}{peak} ({how})")
+        }
     }
 
     /// After an attempt that did not succeed: whether the kernel killed in

@@ -301,25 +301,12 @@ pub async fn run_attempt(
     {
         return flux_jobs::run_attempt(client, &job, launch, stop, lines, finished).await;
     }
-    // `mem=` is per rank: the task's limit is what its ranks asked for.
-    let limit = match launch.mem {
-        0 => None,
-        per_rank => {
-            // The first core is this attempt's alone while it runs.
-            let core = launch
-                .ranks
-                .first()
-                .and_then(|r| r.cores.first())
-                .copied()
-                .unwrap_or(0);
-            match memory::Limit::new(core, per_rank * launch.ranks.len().max(1) as u64) {
-                Ok(limit) => Some(limit),
-                Err(error) => {
-                    finished.outcome = Outcome::SpawnError;
-                    finished.error = Some(error);
-                    return finished;
-                }
-            }
+    let limit = match memory_limit(&launch) {
+        Ok(limit) => limit,
+        Err(error) => {
+            finished.outcome = Outcome::SpawnError;
+            finished.error = Some(error);
+            return finished;
         }
     };
     let cgroup = limit.as_ref().and_then(memory::Limit::procs_fd);
@@ -395,9 +382,8 @@ pub async fn run_attempt(
     let mut stopping = Stopping::default();
     // Without a cgroup, slurp watches the group's resident memory.
     let watched = limit.as_ref().filter(|l| l.watched()).map(|l| l.bytes);
-    // The first look a quarter second in: most tasks are gone by then.
-    let quarter = Duration::from_millis(250);
-    let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + quarter, quarter);
+    let look = memory::LOOK;
+    let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + look, look);
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exceeded: Option<memory::Exceeded> = None;
     // Young pipes are read only once the task has grown up.
@@ -485,27 +471,30 @@ pub async fn run_attempt(
         });
         Outcome::Exit(abort.code.filter(|&c| c != 0).unwrap_or(1))
     } else if let (Some(exceeded), Some(limit)) = (&exceeded, &limit) {
-        let limit_text = crate::format_bytes(limit.bytes);
-        let how = memory::Mechanism::get().name();
-        finished.error = Some(if limit.watched() {
-            format!(
-                "out of memory: used {}, over its limit of {limit_text} ({how}); killed",
-                crate::format_bytes(exceeded.peak)
-            )
-        } else {
-            let peak = match exceeded.peak {
-                0 => String::new(),
-                peak => format!(", peak {}", crate::format_bytes(peak)),
-            };
-            format!(
-                "out of memory: killed by the kernel at its limit of {limit_text}{peak} ({how})"
-            )
-        });
+        finished.error = Some(limit.killed(exceeded));
         Outcome::OutOfMemory
     } else {
         statuses
     };
     finished
+}
+
+/// The attempt's memory limit, if it has one: `mem=` is per rank, so the
+/// task's is what its ranks asked for.
+fn memory_limit(launch: &Launch) -> Result<Option<memory::Limit>, String> {
+    match launch.mem {
+        0 => Ok(None),
+        per_rank => {
+            // The first core is this attempt's alone while it runs.
+            let core = launch
+                .ranks
+                .first()
+                .and_then(|r| r.cores.first())
+                .copied()
+                .unwrap_or(0);
+            memory::Limit::new(core, per_rank * launch.ranks.len().max(1) as u64).map(Some)
+        }
+    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -1,11 +1,11 @@
 //! Reaper threads: where a plain attempt is started, watched and reaped,
 //! and where the next one is decided — by the thread that saw a task end.
 //!
-//! A plain attempt is one process on this machine with no memory limit and
-//! no PMI: almost every member of a big sweep, time limit, tagged lines or
-//! not. Everything else (those attempts, Slurm and Flux steps, nested
-//! instances, the run's timers, signals, the socket) stays with the event
-//! loop.
+//! A plain attempt is one process on this machine with no PMI: almost every
+//! member of a big sweep, with a time limit, a memory limit or tagged lines
+//! or not. Everything else (several ranks, PMI, Slurm and Flux steps,
+//! nested instances, the run's timers, signals, the socket) stays with the
+//! event loop.
 //!
 //! Why not the event loop: with one thread for every start and end, the
 //! machine's CPUs share it. While it serves one CPU's end, or is suspended
@@ -28,7 +28,10 @@
 //! task ended (what `-k` and the summary rely on). Stops come through the
 //! attempt's `watch` channel, as they do to the event loop's attempts, with
 //! a poke ([`Reapers::poke`]) to look at it; a time limit is a deadline the
-//! thread's `ppoll` wakes for. What they do to the group (SIGTERM, SIGKILL
+//! thread's `ppoll` wakes for. A memory limit is the event loop's too
+//! ([`memory`](super::memory)): a cgroup the child joins before it execs,
+//! or, where none can be made, the group's resident memory looked at every
+//! [`LOOK`](super::memory::LOOK), another deadline. What they do to the group (SIGTERM, SIGKILL
 //! after the grace period) and the outcome they make is the event loop's
 //! own state machine, `Stopping`.
 
@@ -43,6 +46,7 @@ use nix::unistd::Pid;
 use tokio::sync::watch;
 
 use super::capture::{LINGER, QUIET, YOUNG, drain, keep, keep_tail};
+use super::memory::{self, Exceeded, Limit};
 use super::{Act, Finished, Launch, Output, OutputMode, Stop, Stopping};
 use crate::core::Outcome;
 
@@ -108,7 +112,6 @@ impl Reapers {
             && launch.allocation.is_none()
             && launch.ranks.len() == 1
             && !launch.pmi
-            && launch.mem == 0
     }
 
     /// Hands `start` (a launch it [`takes`](Reapers::takes)) to the reaper
@@ -327,6 +330,11 @@ struct Attempt {
     grace: Duration,
     /// When its time limit runs out, if it has one.
     deadline: Option<Instant>,
+    /// Its memory limit, if it has one; for a watched one, when its group's
+    /// memory is next looked at; and whether it went past it.
+    limit: Option<Limit>,
+    look: Option<Instant>,
+    exceeded: Option<Exceeded>,
     stopping: Stopping,
     /// Its process's end, once reaped.
     status: Option<Outcome>,
@@ -340,7 +348,16 @@ impl Attempt {
     fn start(start: Start) -> Result<(Attempt, Output), Box<Finished>> {
         let Start { launch, stop } = start;
         let started = Instant::now();
-        let spawned = super::spawn_ranks(&launch, None, None, &[]);
+        let limit = match super::memory_limit(&launch) {
+            Ok(limit) => limit,
+            Err(error) => {
+                let mut finished = super::unstarted(&launch, error);
+                finished.elapsed = started.elapsed();
+                return Err(Box::new(finished));
+            }
+        };
+        let cgroup = limit.as_ref().and_then(Limit::procs_fd);
+        let spawned = super::spawn_ranks(&launch, None, cgroup, &[]);
         let (mut children, capture) = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -377,6 +394,12 @@ impl Attempt {
             stop,
             grace: launch.grace,
             deadline: launch.time_limit.map(|limit| started + limit),
+            look: limit
+                .as_ref()
+                .filter(|l| l.watched())
+                .map(|_| started + memory::LOOK),
+            limit,
+            exceeded: None,
             stopping: Stopping::default(),
             status: None,
             ended: started,
@@ -405,6 +428,18 @@ impl Attempt {
             let act = self.stopping.expire(now);
             self.act(act);
         }
+        if let (Some(at), Some(limit)) = (self.look, &self.limit)
+            && now >= at
+        {
+            let used = memory::group_rss(self.pid.as_raw());
+            if used > limit.bytes {
+                self.exceeded = Some(Exceeded { peak: used });
+                self.look = None;
+                self.signal(Signal::SIGKILL);
+            } else {
+                self.look = Some(now + memory::LOOK);
+            }
+        }
         if self
             .stopping
             .kill_at(self.grace)
@@ -429,7 +464,7 @@ impl Attempt {
             None => {
                 let limit = self.deadline.filter(|_| self.stopping.running());
                 let kill = self.stopping.kill_at(self.grace);
-                limit.into_iter().chain(kill).min()
+                limit.into_iter().chain(kill).chain(self.look).min()
             }
             Some(_) => Some((self.heard + QUIET).min(self.ended + LINGER)),
         }
@@ -543,12 +578,22 @@ impl Attempt {
     }
 
     fn finish(mut self, now: Instant) -> Finished {
-        // As the event loop's attempts tell it: a time limit first.
-        let outcome = self
-            .stopping
-            .outcome()
-            .or(self.status)
-            .unwrap_or(Outcome::Exit(-1));
+        let status = self.status.unwrap_or(Outcome::Exit(-1));
+        // Only an attempt that failed can have been killed for memory.
+        if let Some(limit) = self.limit.as_ref().filter(|_| status != Outcome::Success) {
+            self.exceeded = self.exceeded.take().or_else(|| limit.exceeded());
+        }
+        // As the event loop's attempts tell it: a time limit first, then
+        // the memory limit.
+        let mut error = None;
+        let outcome = match (self.stopping.outcome(), &self.exceeded, &self.limit) {
+            (Some(outcome), _, _) => outcome,
+            (None, Some(exceeded), Some(limit)) => {
+                error = Some(limit.killed(exceeded));
+                Outcome::OutOfMemory
+            }
+            _ => status,
+        };
         Finished {
             instance: self.instance,
             task: self.task,
@@ -558,7 +603,7 @@ impl Attempt {
             stdout: std::mem::take(&mut self.stdout),
             stderr_tail: super::tail(&self.stderr),
             stderr: std::mem::take(&mut self.stderr),
-            error: None,
+            error,
         }
     }
 }
