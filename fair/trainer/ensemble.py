@@ -1,0 +1,82 @@
+"""Averages the logits of several networks for committed choices into one, carried by a model.
+
+    # v6-modes-e1 with, for EASY, the mean of s5's shared network and its own EASY one
+    python3 fair/trainer/ensemble.py fair/trainer/runs/v6-modes-e1.onnx ens.onnx \
+        slurp.committed.easy \
+        fair/trainer/runs/v5-turns-s5.onnx:slurp.committed \
+        fair/trainer/runs/v6-modes-e1.onnx:slurp.committed.easy
+
+Each source is `MODEL.onnx:KEY[:WEIGHT]`: the network a model carries under the ONNX metadata
+KEY (`slurp.committed`, or `slurp.committed.easy` for EASY alone; fair/src/model.rs), one hidden
+layer, all seeing the same observation (the KEY`.observation` entry). The result is one network
+of the same form: the sources' hidden units side by side and their output weights times WEIGHT
+(default: 1/number of sources), so its logit is the weighted sum of theirs. It is written into
+a copy of BASE under KEY (with its observation); BASE's other networks are kept.
+
+Searches from different seeds or for different cells find different networks of similar loss;
+their mean is a way to ask whether what they share generalises better than any one of them (a
+question for validation cells, never the held-out ones). Needs the `onnx` Python package.
+"""
+
+import argparse
+import json
+
+import numpy as np
+import onnx
+
+FEATURES = 9
+
+
+def carried(path, key):
+    model = onnx.load(path)
+    props = {p.key: p.value for p in model.metadata_props}
+    if key not in props:
+        raise SystemExit(f"{path}: carries no `{key}`")
+    return json.loads(props[key]), props.get(key + ".observation")
+
+
+def mean(parts):
+    w0s, b0s, w1s, b1 = [], [], [], 0.0
+    for layers, weight in parts:
+        if len(layers) != 2:
+            raise SystemExit(f"a network of {len(layers) - 1} hidden layers; this sums networks of one")
+        w0s.append(np.array(layers[0]["w"], dtype=np.float64).reshape(FEATURES, -1))
+        b0s.append(np.array(layers[0]["b"], dtype=np.float64))
+        w1s.append(np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1) * weight)
+        b1 += layers[1]["b"][0] * weight
+    return [
+        {"w": np.concatenate(w0s, 1).ravel().tolist(), "b": np.concatenate(b0s).tolist()},
+        {"w": np.concatenate(w1s, 0).ravel().tolist(), "b": [b1]},
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("base", help="the model whose copy carries the result")
+    ap.add_argument("out")
+    ap.add_argument("key", choices=["slurp.committed", "slurp.committed.easy"])
+    ap.add_argument("sources", nargs="+", help="MODEL.onnx:KEY[:WEIGHT]")
+    args = ap.parse_args()
+    parts, seeing = [], None
+    for spec in args.sources:
+        path, key, *weight = spec.split(":")
+        layers, sight = carried(path, key)
+        if seeing is not None and sight != seeing:
+            raise SystemExit(f"{spec} sees {sight}, the others {seeing}: their logits do not add up")
+        seeing = sight
+        parts.append((layers, float(weight[0]) if weight else None))
+    parts = [(layers, 1.0 / len(parts) if w is None else w) for layers, w in parts]
+    model = onnx.load(args.base)
+    props = {p.key: p for p in model.metadata_props}
+    for key, value in [(args.key, json.dumps(mean(parts))), (args.key + ".observation", seeing)]:
+        if value is None:
+            continue
+        if key not in props:
+            props[key] = model.metadata_props.add()
+            props[key].key = key
+        props[key].value = value
+    onnx.save(model, args.out)
+
+
+if __name__ == "__main__":
+    main()
