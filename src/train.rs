@@ -115,6 +115,11 @@ pub struct TrainArgs {
     /// what --init's searched network sees, if v3 or later; else v4)
     #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5"])]
     observation: Option<String>,
+    /// evolve: keep the generation mean that scores best on these traces'
+    /// windows (drawn as the training ones; never searched on): a network
+    /// that only fits the training windows is not the one kept
+    #[arg(long, value_name = "TRACE", num_args = 1..)]
+    validate: Vec<PathBuf>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
@@ -135,6 +140,7 @@ pub struct TrainArgs {
     /// evolve: score each generation on K of each trace's --windows, drawn
     /// anew every generation (default: all of them, every generation); the
     /// model kept is the generation mean that scores best on all of them
+    /// (or on the --validate traces)
     #[arg(long, value_name = "K")]
     redraw: Option<usize>,
     /// evolve: count a win over the fairest heuristic up to this log ratio
@@ -290,29 +296,22 @@ fn evolve(
     {
         return usage("--gain: a positive log ratio, e.g. 0.3").map(Some);
     }
-    let mut stages = Vec::new();
-    for (workload, name) in workloads.into_iter().zip(&args.traces) {
-        let name = name.to_string_lossy().into_owned();
-        let within = Window::parse_span(&format!("0..{split}"), workload.jobs.len()).ok();
-        let draw = |min_bsld: f64| Draw {
-            count: args.windows,
-            len: 1024.min(within.map_or(workload.jobs.len(), |w| w.len)),
-            seed: args.seed,
-            within,
-            min_bsld,
-        };
-        let windows = match draw(args.min_bsld).windows(&workload, |_| true) {
-            Ok(w) => w,
-            Err(busy) => {
-                eprintln!("{name}: {busy}; training on any of its windows");
-                match draw(0.0).windows(&workload, |_| true) {
-                    Ok(w) => w,
-                    Err(e) => return usage(format!("{name}: {e}")).map(Some),
-                }
-            }
-        };
-        stages.push((name, workload, windows));
+    let stages = match windows_of(args, workloads, &args.traces, split) {
+        Ok(stages) => stages,
+        Err(e) => return usage(e).map(Some),
+    };
+    // Validation traces: drawn as the training ones are, never searched on.
+    let mut checks = Vec::new();
+    for path in &args.validate {
+        match crate::policy::workload(path) {
+            Ok(w) => checks.push(w),
+            Err(e) => return usage(e).map(Some),
+        }
     }
+    let checks = match windows_of(args, checks, &args.validate, split) {
+        Ok(checks) => checks,
+        Err(e) => return usage(e).map(Some),
+    };
     let kinds: Vec<_> = judge::KINDS
         .into_iter()
         .filter(|&(_, easy)| match args.backfill {
@@ -327,6 +326,7 @@ fn evolve(
         })
         .collect();
     let arena = Arena::of_kinds(stages, &kinds);
+    let validation = (!checks.is_empty()).then(|| Arc::new(Arena::of_kinds(checks, &kinds)));
     // A search on the reference model's cells alone, from a model, trains
     // that model's network for committed choices: the model written keeps
     // the other network as it was (and a search on slurp's model keeps the
@@ -418,6 +418,14 @@ fn evolve(
         if args.traces.len() == 1 { "" } else { "s" },
         args.seconds,
     );
+    if let Some(check) = &validation {
+        eprintln!(
+            "keeping the generation mean with the lowest loss on {} windows of {} validation trace{} (never searched on)",
+            check.windows(),
+            args.validate.len(),
+            if args.validate.len() == 1 { "" } else { "s" },
+        );
+    }
     let opts = Options {
         shape: shape.clone(),
         sight,
@@ -429,6 +437,7 @@ fn evolve(
         time: std::time::Duration::from_secs(args.seconds),
         gain: args.gain,
         redraw: args.redraw,
+        validation,
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -473,7 +482,7 @@ fn evolve(
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
         shape.hidden,
         args.seed,
         args.redraw.map_or(String::new(), |k| format!(
@@ -481,6 +490,18 @@ fn evolve(
         )),
         args.gain
             .map_or(String::new(), |g| format!(", gains capped at {g}")),
+        if args.validate.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", kept by its loss on {}",
+                args.validate
+                    .iter()
+                    .map(|t| t.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
         match args.backfill {
             Backfilling::Both => "",
             Backfilling::None => ", without backfilling only",
@@ -537,6 +558,40 @@ fn evolve(
         cells.len()
     );
     Ok(None)
+}
+
+/// Each trace's windows for a search: `args.windows` of 1,024 jobs inside
+/// its first `split`, busy ones (`args.min_bsld`) where it has enough.
+#[allow(clippy::type_complexity)]
+fn windows_of(
+    args: &TrainArgs,
+    workloads: Vec<slurp_sim::Workload>,
+    names: &[PathBuf],
+    split: &str,
+) -> Result<Vec<(String, slurp_sim::Workload, Vec<Window>)>, String> {
+    let mut stages = Vec::new();
+    for (workload, name) in workloads.into_iter().zip(names) {
+        let name = name.to_string_lossy().into_owned();
+        let within = Window::parse_span(&format!("0..{split}"), workload.jobs.len()).ok();
+        let draw = |min_bsld: f64| Draw {
+            count: args.windows,
+            len: 1024.min(within.map_or(workload.jobs.len(), |w| w.len)),
+            seed: args.seed,
+            within,
+            min_bsld,
+        };
+        let windows = match draw(args.min_bsld).windows(&workload, |_| true) {
+            Ok(w) => w,
+            Err(busy) => {
+                eprintln!("{name}: {busy}; using any of its windows");
+                draw(0.0)
+                    .windows(&workload, |_| true)
+                    .map_err(|e| format!("{name}: {e}"))?
+            }
+        };
+        stages.push((name, workload, windows));
+    }
+    Ok(stages)
 }
 
 /// The network of `m` a search for `slot` starts from.

@@ -246,6 +246,29 @@ fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
 }
 
 #[test]
+fn a_search_with_validation_traces_keeps_its_network_by_them() {
+    let test = small_search(
+        "v.onnx",
+        "2",
+        &["--hidden", "2", "--validate", "gen:mid:2:3000"],
+    );
+    let run = test.run().success();
+    assert!(
+        run.stderr
+            .contains("lowest loss on 2 windows of 1 validation trace (never searched on)"),
+        "{}",
+        run.stderr
+    );
+    let bytes = std::fs::read(test.path().join("v.onnx")).unwrap();
+    let said = b"kept by its loss on gen:mid:2:3000";
+    assert!(bytes.windows(said.len()).any(|w| w == said));
+    // A validation trace that cannot be read is refused before any search.
+    let bad = small_search("w.onnx", "2", &["--validate", "nope.swf"]);
+    bad.run().invalid().stderr_has(&["nope.swf"]);
+    assert!(!bad.path().join("w.onnx").exists());
+}
+
+#[test]
 fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
     // fair-v4 carries one network for committed choices, for both modes.
     let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");

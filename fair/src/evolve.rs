@@ -381,6 +381,10 @@ pub struct Options {
     /// Score each generation on this many windows a workload, drawn anew
     /// every generation (`None`: all of them, the same throughout).
     pub redraw: Option<usize>,
+    /// Cells never searched on: the network kept is the generation mean
+    /// with the lowest loss on them (`None`: on the whole arena with
+    /// `redraw`, else the best proposal seen).
+    pub validation: Option<Arc<Arena>>,
 }
 
 /// One generation's progress.
@@ -405,8 +409,9 @@ pub struct Evolved {
 /// Searches for the network of `opts.shape` with the lowest loss on
 /// `arena`, until `opts.generations` or `opts.time`; `progress` is told of
 /// every generation. With `opts.redraw`, a generation's `best` is the
-/// lowest loss on all the windows of any generation's mean so far, and
-/// `this` the generation's best on its own draw.
+/// lowest loss on all the windows of any generation's mean so far (with
+/// `opts.validation`, on the validation cells), and `this` the
+/// generation's best on its own draw.
 pub fn evolve(
     arena: &Arena,
     opts: &Options,
@@ -469,7 +474,24 @@ pub fn evolve(
     let started = Instant::now();
     let mut curve = Vec::new();
     // With redraws: the best mean on the whole pool (the start counts).
-    let mut kept = opts.redraw.map(|_| (score(&start, None), start));
+    // The loss a generation's mean is kept by: on the validation cells, or
+    // on every window of the arena.
+    let judged = |params: &[f64]| match &opts.validation {
+        Some(check) => {
+            let cells = model_seeing(opts.sight, &opts.shape, params, &[])
+                .and_then(|m| check.cells(&Arc::new(m), "evolved"));
+            match cells {
+                Ok(cells) => loss_capped(&cells, opts.gain),
+                Err(e) => {
+                    failure.borrow_mut().get_or_insert(e);
+                    f64::MAX
+                }
+            }
+        }
+        None => score(params, None),
+    };
+    let mut kept =
+        (opts.redraw.is_some() || opts.validation.is_some()).then(|| (judged(&start), start));
     loop {
         let done = cma.next();
         if let Some(e) = failure.borrow().clone() {
@@ -479,7 +501,7 @@ pub fn evolve(
         let best = match &mut kept {
             Some((loss, params)) => {
                 let mean = cma.mean().as_slice().to_vec();
-                let whole = score(&mean, None);
+                let whole = judged(&mean);
                 if whole < *loss {
                     (*loss, *params) = (whole, mean);
                 }

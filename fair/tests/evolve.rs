@@ -167,6 +167,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         time: std::time::Duration::from_secs(600),
         gain: None,
         redraw: None,
+        validation: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
@@ -321,6 +322,7 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
         time: std::time::Duration::from_secs(600),
         gain: Some(0.3),
         redraw: Some(2),
+        validation: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
@@ -338,4 +340,47 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
     let zero = Arc::new(evolve::model(&opts.shape, &[0.0; 10], &[]).unwrap());
     let start = evolve::loss_capped(&arena.cells(&zero, "zero").unwrap(), Some(0.3));
     assert!(found.loss <= start + 1e-12);
+}
+
+#[test]
+fn a_validated_search_keeps_the_mean_that_scores_best_on_the_validation_cells() {
+    let train = workload(Family::Saturated, 2, 3000);
+    let tw = windows(&train, 3);
+    let arena = Arena::new(vec![("sat".into(), train, tw)]);
+    let check = workload(Family::Mid, 5, 3000);
+    let cw = windows(&check, 3);
+    let validation = Arc::new(Arena::new(vec![("mid".into(), check, cw)]));
+    let opts = evolve::Options {
+        shape: Shape { hidden: vec![] },
+        sight: evolve::SIGHT,
+        population: Some(6),
+        start: None,
+        sigma: 0.5,
+        seed: 3,
+        generations: 4,
+        time: std::time::Duration::from_secs(600),
+        gain: Some(0.3),
+        redraw: None,
+        validation: Some(validation.clone()),
+    };
+    let mut seen = Vec::new();
+    let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
+    assert_eq!(seen.len(), 4);
+    assert!(seen.windows(2).all(|p| p[1].best <= p[0].best));
+    // Its loss is the one on the validation cells, not the training ones.
+    let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
+    let judged = |arena: &Arena, net: &Arc<slurp_fair::Model>| {
+        evolve::loss_capped(&arena.cells(net, "n").unwrap(), Some(0.3))
+    };
+    let on_validation = judged(&validation, &net);
+    assert!(
+        (on_validation - found.loss).abs() < 1e-9,
+        "{on_validation} vs {}",
+        found.loss
+    );
+    assert!((judged(&arena, &net) - found.loss).abs() > 1e-9);
+    // The start (the zero network) is never given up for a mean that does
+    // worse there.
+    let zero = Arc::new(evolve::model(&opts.shape, &[0.0; 10], &[]).unwrap());
+    assert!(found.loss <= judged(&validation, &zero) + 1e-12);
 }
