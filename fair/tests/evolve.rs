@@ -306,12 +306,9 @@ fn a_capped_gain_saturates_wins_and_leaves_trailing_as_it_was() {
     assert_eq!(trail, evolve::loss(&[at(1.5)]));
 }
 
-#[test]
-fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
-    let w = workload(Family::Saturated, 2, 3000);
-    let ws = windows(&w, 4);
-    let arena = Arena::new(vec![("sat".into(), w, ws)]);
-    let opts = evolve::Options {
+/// Four generations of six linear networks, gains capped at 0.3.
+fn short_search() -> evolve::Options {
+    evolve::Options {
         shape: Shape { hidden: vec![] },
         sight: evolve::SIGHT,
         population: Some(6),
@@ -321,13 +318,31 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
         generations: 4,
         time: std::time::Duration::from_secs(600),
         gain: Some(0.3),
-        redraw: Some(2),
+        redraw: None,
         validation: None,
-    };
+    }
+}
+
+/// Runs `opts` (a [`short_search`]): every generation is reported, and
+/// the best kept so far never gets worse.
+fn kept_search(arena: &Arena, opts: &evolve::Options) -> evolve::Evolved {
     let mut seen = Vec::new();
-    let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
+    let found = evolve::evolve(arena, opts, |g| seen.push(*g)).unwrap();
     assert_eq!(seen.len(), 4);
     assert!(seen.windows(2).all(|p| p[1].best <= p[0].best));
+    found
+}
+
+#[test]
+fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
+    let w = workload(Family::Saturated, 2, 3000);
+    let ws = windows(&w, 4);
+    let arena = Arena::new(vec![("sat".into(), w, ws)]);
+    let opts = evolve::Options {
+        redraw: Some(2),
+        ..short_search()
+    };
+    let found = kept_search(&arena, &opts);
     // What it returns scores its loss on all four windows, not on a draw.
     let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
     let whole = evolve::loss_capped(&arena.cells(&net, "found").unwrap(), Some(0.3));
@@ -351,22 +366,10 @@ fn a_validated_search_keeps_the_mean_that_scores_best_on_the_validation_cells() 
     let cw = windows(&check, 3);
     let validation = Arc::new(Arena::new(vec![("mid".into(), check, cw)]));
     let opts = evolve::Options {
-        shape: Shape { hidden: vec![] },
-        sight: evolve::SIGHT,
-        population: Some(6),
-        start: None,
-        sigma: 0.5,
-        seed: 3,
-        generations: 4,
-        time: std::time::Duration::from_secs(600),
-        gain: Some(0.3),
-        redraw: None,
         validation: Some(validation.clone()),
+        ..short_search()
     };
-    let mut seen = Vec::new();
-    let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
-    assert_eq!(seen.len(), 4);
-    assert!(seen.windows(2).all(|p| p[1].best <= p[0].best));
+    let found = kept_search(&arena, &opts);
     // Its loss is the one on the validation cells, not the training ones.
     let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
     let judged = |arena: &Arena, net: &Arc<slurp_fair::Model>| {
