@@ -387,7 +387,10 @@ fn a_live_run_is_reported_as_far_as_its_journal_goes() {
     let (dir, mut child, _) = common::start_run(
         &[(
             "w.slurp",
-            "task quick: true\ntask slow: sh -c 'echo $$ > pid; sleep 30'\n",
+            // `slow` starts once `quick`'s end is in the journal (written
+            // before slurp acts on it): started together, the report
+            // could read the journal before `quick`'s end reached it.
+            "task quick: true\ntask slow after=quick: sh -c 'echo $$ > pid; sleep 30'\n",
         )],
         &["--cores", "2", "w.slurp"],
         &["pid"],
