@@ -317,10 +317,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         let doc = serde_json::json!({
             "model": args.model,
             "observation": net.sight.name(),
-            "committed_network": net.has_committed(),
-            "committed_observation": net.has_committed().then(|| net.committed(false).sight.name()),
-            "committed_easy_network": net.has_committed_easy(),
-            "committed_easy_observation": net.has_committed_easy().then(|| net.committed(true).sight.name()),
+            "committed_network": net.carries(false),
+            "committed_observation": net.carries(false).then(|| net.committed(false).sight.name()),
+            "committed_easy_network": net.carries(true),
+            "committed_easy_observation": net.carries(true).then(|| net.committed(true).sight.name()),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -566,10 +566,7 @@ fn committed_header(net: &Model) -> String {
             format!(", seeing {}", m.sight.name())
         }
     };
-    // Without backfilling the model's own network decides unless it
-    // carries one for that mode (or for both).
-    let without = !std::ptr::eq(net.committed(false), net);
-    match (without, net.has_committed_easy()) {
+    match (net.carries(false), net.carries(true)) {
         (false, false) => String::new(),
         (true, false) => format!(
             "; its own network for the reference model's committed choices{}",

@@ -616,11 +616,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             return Ok(Keep {
                 main: None,
                 committed: own(false),
-                easy: if m.has_committed_easy() {
-                    own(true)
-                } else {
-                    None
-                },
+                easy: if m.carries(true) { own(true) } else { None },
             });
         }
         if m.has_committed() {
@@ -655,7 +651,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
         },
         // One network searched for both modes.
         _ => {
-            if m.has_committed_easy() {
+            if m.carries(true) {
                 eprintln!(
                     "note: its network for committed choices with EASY is not kept: a search on both backfilling modes trains one network for both"
                 );

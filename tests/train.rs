@@ -298,7 +298,7 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
     assert_eq!(easy.committed_layers(false), Some(shared.clone()));
     let searched = easy.committed_layers(true).unwrap();
     assert_ne!(searched, shared);
-    assert!(easy.has_committed_easy() && !start.has_committed_easy());
+    assert!(easy.carries(true) && !start.carries(true));
     let easy_path = easy_test.path().join("easy.onnx");
     let easy_path = easy_path.to_str().unwrap();
     // Then no backfilling's: searched from the shared one, EASY's kept.

@@ -397,9 +397,15 @@ impl Model {
         self.committed.is_some() || self.committed_easy.is_some()
     }
 
-    /// Whether it carries one for EASY apart from the other mode's.
-    pub fn has_committed_easy(&self) -> bool {
-        self.committed_easy.is_some()
+    /// Whether it carries one of its own for that mode: for EASY, apart
+    /// from the other mode's; without backfilling, the one that serves
+    /// both unless EASY has its own.
+    pub fn carries(&self, easy: bool) -> bool {
+        if easy {
+            self.committed_easy.is_some()
+        } else {
+            self.committed.is_some()
+        }
     }
 
     /// The layers of the network it carries for committed choices in that

@@ -179,7 +179,7 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
     let mut notes = export::committed_notes(&narrow, Sight::V3, false).to_vec();
     notes.extend(export::committed_notes(&wide, Sight::V5, true));
     let three = model(&oldest, &notes).unwrap();
-    assert!(three.has_committed() && three.has_committed_easy());
+    assert!(three.carries(false) && three.carries(true));
     assert_eq!(three.committed_layers(false), Some(narrow.clone()));
     assert_eq!(three.committed_layers(true), Some(wide.clone()));
     assert_eq!(
@@ -217,6 +217,7 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
     .unwrap();
     let own = model(&by_feature(3, 1.0), &[]).unwrap();
     assert_eq!(easy_only.committed_layers(false), None);
+    assert!(easy_only.has_committed() && !easy_only.carries(false) && easy_only.carries(true));
     assert_eq!(reference(&easy_only, false), reference(&own, false));
     assert_eq!(reference(&easy_only, true), reference(&wide, true));
 
