@@ -40,6 +40,11 @@ if ! python3 -c 'import numpy' 2>/dev/null; then
     echo "test-deps: installing numpy (PyPI)" >&2
     python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
 fi
+# onnx, for the trainer's model tools (fair/trainer/ensemble.py, tests/train.rs).
+if ! python3 -c 'import onnx' 2>/dev/null; then
+    echo "test-deps: installing onnx (PyPI)" >&2
+    python3 -m pip install -q onnx || python3 -m pip install -q --break-system-packages onnx
+fi
 # pytest, for the Python client's tests (python/tests, run by tests/python.rs).
 if ! python3 -c 'import pytest' 2>/dev/null; then
     echo "test-deps: installing pytest (PyPI)" >&2

@@ -366,3 +366,46 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
     ]);
     assert!(!test.path().join("m.onnx").exists());
 }
+
+/// Whether python3 can read and write ONNX files (the trainer's model tools).
+fn onnx_python() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import numpy, onnx"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
+    if !onnx_python() {
+        eprintln!("skipped: needs python3 with numpy and onnx (pip install onnx)");
+        return;
+    }
+    // fair-v4's network for committed choices sees its model's v4, left
+    // implied in its file; v7's model sees v5 for committed choices.
+    // Written into v7 alone (one source, weight 1), it must still see v4,
+    // and v7's network for EASY stays as it was.
+    let repo = common::repo();
+    let fair_v4 = repo.join("stdlib/policies/fair-v4.onnx");
+    let v7 = repo.join("fair/trainer/runs/v7-validated-e1.onnx");
+    let test = Test::new();
+    let mix = test.path().join("mix.onnx");
+    let status = std::process::Command::new("python3")
+        .arg(repo.join("fair/trainer/ensemble.py"))
+        .arg(&v7)
+        .arg(&mix)
+        .arg("slurp.committed")
+        .arg(format!("{}:slurp.committed:1", fair_v4.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (fair_v4, v7, mix) = (load(&fair_v4), load(&v7), load(&mix));
+    assert_eq!(mix.committed(false).sight, Sight::V4);
+    assert_eq!(mix.committed_layers(false), fair_v4.committed_layers(false));
+    assert_eq!(mix.committed(true).sight, Sight::V5);
+    assert_eq!(mix.committed_layers(true), v7.committed_layers(true));
+    assert_eq!(mix.layers(), v7.layers());
+}

@@ -8,7 +8,7 @@
 
 Each source is `MODEL.onnx:KEY[:WEIGHT]`: the network a model carries under the ONNX metadata
 KEY (`slurp.committed`, or `slurp.committed.easy` for EASY alone; fair/src/model.rs), one hidden
-layer, all seeing the same observation (the KEY`.observation` entry). The result is one network
+layer, all seeing the same observation (the KEY`.observation` entry, else the model's own). The result is one network
 of the same form: the sources' hidden units side by side and their output weights times WEIGHT
 (default: 1/number of sources), so its logit is the weighted sum of theirs. It is written into
 a copy of BASE under KEY (with its observation); BASE's other networks are kept.
@@ -32,7 +32,8 @@ def carried(path, key):
     props = {p.key: p.value for p in model.metadata_props}
     if key not in props:
         raise SystemExit(f"{path}: carries no `{key}`")
-    return json.loads(props[key]), props.get(key + ".observation")
+    # Without an observation of its own, a network sees its model's (fair/src/model.rs).
+    return json.loads(props[key]), props.get(key + ".observation", props.get("slurp.observation"))
 
 
 def mean(parts):
@@ -68,9 +69,9 @@ def main():
     parts = [(layers, 1.0 / len(parts) if w is None else w) for layers, w in parts]
     model = onnx.load(args.base)
     props = {p.key: p for p in model.metadata_props}
+    # The observation is written even where the sources' models left it implied: BASE may see
+    # another one (a v4 network written into a v5 model).
     for key, value in [(args.key, json.dumps(mean(parts))), (args.key + ".observation", seeing)]:
-        if value is None:
-            continue
         if key not in props:
             props[key] = model.metadata_props.add()
             props[key].key = key

@@ -1,0 +1,119 @@
+"""Judges models cell by cell on the validation or the held-out workloads, side by side.
+
+    python3 fair/trainer/cells.py --slurp target/release/slurp --traces ../shared/traces \
+        --set validation fair/trainer/runs/v5-turns-s5.onnx v7=fair/trainer/runs/v7-validated-e1.onnx
+
+Each model is judged with `slurp policy judge --json` (50 windows of 1,024 jobs, seed 12345,
+unless told otherwise) on one set of workloads:
+
+- `validation`: seeds 2 and 4 of every generated family, and RICC's first 75% with FCFS at 3 or
+  more (its busy windows). Searches may be kept (`--validate`) or chosen by these.
+- `fresh`: the generated families at `--seeds` (by default 14, 15 and 16, which no search,
+  choice or judging had used before 2026-12-03; the PPO candidate trained on 11 to 13): a
+  second validation set, for choices between models whose held-out cells have been seen.
+- `held-out`: the model card's three commands: NASA-iPSC, `gen:small:8`, `gen:mid:7`,
+  `gen:large:5`, `gen:saturated:9`, `gen:quiet:6`, and RICC's last quarter, all of it and its
+  busy windows. Judge a model here once, after it is chosen.
+
+Each row is a cell (workload, simulation model, backfilling); each model's column is its worst
+user's bounded slowdown over the fairest heuristic's, then its average over the best
+heuristic's. Each mode ends with every model's counts as the check counts them: won (worst user
+at least 1% below every heuristic's), within 1% of the fairest, average within 1.1x the best;
+and the geometric mean and the worst of the first ratio. `--only reference` (or `slurp`) keeps
+one simulation model's cells.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+
+FAMILIES = ("small", "mid", "large", "saturated", "quiet")
+SETS = {
+    "validation": [
+        [f"gen:{family}:{seed}" for family in FAMILIES for seed in (2, 4)],
+        ["RICC-2010-2.swf.xz", "--within", "..75%", "--min-bsld", "3"],
+    ],
+    "held-out": [
+        ["NASA-iPSC-1993-3.1-cln.swf", "gen:small:8", "gen:mid:7", "gen:large:5", "gen:saturated:9", "gen:quiet:6"],
+        ["RICC-2010-2.swf.xz", "--within", "75%.."],
+        ["RICC-2010-2.swf.xz", "--within", "75%..", "--min-bsld", "3"],
+    ],
+}
+
+
+def commands(args):
+    if args.set == "fresh":
+        seeds = [int(s) for s in args.seeds.split(",")]
+        return [[f"gen:{family}:{seed}" for family in FAMILIES for seed in seeds]]
+    return SETS[args.set]
+
+
+def judged(args, model, command):
+    out = subprocess.run(
+        [args.slurp, "policy", "judge", model, *command, "--samples", str(args.samples), "--seed", str(args.seed), "--json"],
+        check=True, capture_output=True, text=True, cwd=args.traces,
+    ).stdout
+    cells = json.loads(out)["cells"]
+    busy = "--min-bsld" in command
+    for c in cells:
+        if busy:
+            c["workload"] += " busy"
+        elif "--within" in command:
+            c["workload"] += " " + command[command.index("--within") + 1]
+    return cells
+
+
+def ratios(cell):
+    worst = min(r["worst_user_bounded_slowdown"] for r in cell["rivals"])
+    average = min(r["avg_bounded_slowdown"] for r in cell["rivals"])
+    mine = cell["learned"]
+    return mine["worst_user_bounded_slowdown"] / worst, mine["avg_bounded_slowdown"] / average
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--slurp", default="target/release/slurp")
+    ap.add_argument("--traces", default="../shared/traces", help="where the trace files are")
+    ap.add_argument("--set", choices=sorted([*SETS, "fresh"]), required=True)
+    ap.add_argument("--seeds", default="14,15,16", help="the generated families' seeds, for `--set fresh`")
+    ap.add_argument("--only", choices=["reference", "slurp"])
+    ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("models", nargs="+", help="MODEL.onnx or NAME=MODEL.onnx")
+    args = ap.parse_args()
+    args.slurp = os.path.abspath(args.slurp)
+    named = []
+    for m in args.models:
+        name, _, path = m.rpartition("=")
+        named.append((name or os.path.basename(path).removesuffix(".onnx"), os.path.abspath(path)))
+    table = {}
+    for name, path in named:
+        for command in commands(args):
+            for cell in judged(args, path, command):
+                if args.only and cell["model"] != args.only:
+                    continue
+                key = ("easy" if cell["backfill"] else "none", cell["model"], cell["workload"])
+                table.setdefault(key, {})[name] = ratios(cell)
+    names = [n for n, _ in named]
+    print("cell | " + " | ".join(names))
+    for mode in ("none", "easy"):
+        keys = sorted(k for k in table if k[0] == mode)
+        if not keys:
+            continue
+        print(f"mode {mode}")
+        for key in keys:
+            row = " | ".join(f"{table[key][n][0]:6.3f} {table[key][n][1]:5.2f}" for n in names)
+            print(f"{key[2]:<32} {key[1]:<9} | {row}")
+        for n in names:
+            worst = [table[k][n][0] for k in keys]
+            won = sum(w <= 0.99 for w in worst)
+            within = sum(w <= 1.01 for w in worst)
+            averages = sum(table[k][n][1] <= 1.1 for k in keys)
+            geo = math.exp(sum(math.log(w) for w in worst) / len(worst))
+            print(f"  {n}: won {won} within {within} avg {averages} of {len(keys)}; geo {geo:.3f} worst {max(worst):.3f}")
+
+
+if __name__ == "__main__":
+    main()
