@@ -5,14 +5,19 @@ mod common;
 use common::Test;
 use slurp_fair::Sight;
 
-/// Whether this machine's python3 has what the trainer needs.
-fn pytorch() -> bool {
+/// Whether this machine's python3 can import `modules` (`"numpy, onnx"`).
+fn python_has(modules: &str) -> bool {
     std::process::Command::new("python3")
-        .args(["-c", "import torch, numpy, onnx"])
+        .args(["-c", &format!("import {modules}")])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Whether this machine's python3 has what the trainer needs.
+fn pytorch() -> bool {
+    python_has("torch, numpy, onnx")
 }
 
 #[test]
@@ -367,19 +372,10 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
     assert!(!test.path().join("m.onnx").exists());
 }
 
-/// Whether python3 can read and write ONNX files (the trainer's model tools).
-fn onnx_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "import numpy, onnx"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
-    if !onnx_python() {
+    // The trainer's model tools read and write ONNX files.
+    if !python_has("numpy, onnx") {
         eprintln!("skipped: needs python3 with numpy and onnx (pip install onnx)");
         return;
     }
