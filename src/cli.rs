@@ -93,7 +93,8 @@ struct RunArgs {
     /// `fair-v3` (built in: v2 that also sees a long queue's oldest and
     /// least-served tasks; fairer than every heuristic on all of them),
     /// `fair-v4` (built in: v3 that tells narrow tasks apart on many
-    /// cores; the fairest of them, in slurp's model and RLScheduler's)
+    /// cores; the fairest of them, in slurp's model and RLScheduler's; with
+    /// `+easy`, `fairshare+easy` is fairer on some workloads)
     /// or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
