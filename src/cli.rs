@@ -1305,6 +1305,7 @@ fn learned_policy(
         },
         learned: Some(Arc::new(slurp_fair::chooser::ForRuns {
             model,
+            easy: spec.backfill,
             sample: args.sample.then_some(args.seed),
         })),
     })

@@ -321,6 +321,8 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "committed_observation": net.carries(false).then(|| net.committed(false).sight.name()),
             "committed_easy_network": net.carries(true),
             "committed_easy_observation": net.carries(true).then(|| net.committed(true).sight.name()),
+            "slurp_easy_network": net.slurp_easy().is_some(),
+            "slurp_easy_observation": net.slurp_easy().map(|m| m.sight.name()),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -337,7 +339,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             out,
             "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
             net.sight.name(),
-            committed_header(&net),
+            networks_header(&net),
             args.samples,
             args.len,
             args.seed
@@ -556,9 +558,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What a judge's table says of a model's networks for the reference
-/// model's committed choices: "" when it has none.
-fn committed_header(net: &Model) -> String {
+/// What a judge's table says of a model's other networks: for slurp's
+/// model under EASY, and for the reference model's committed choices; ""
+/// when it has none.
+fn networks_header(net: &Model) -> String {
     let seeing = |m: &Model| {
         if m.sight == net.sight {
             String::new()
@@ -566,7 +569,10 @@ fn committed_header(net: &Model) -> String {
             format!(", seeing {}", m.sight.name())
         }
     };
-    match (net.carries(false), net.carries(true)) {
+    let easy = net.slurp_easy().map_or(String::new(), |m| {
+        format!("; its own network for slurp's model with EASY{}", seeing(m))
+    });
+    easy + &match (net.carries(false), net.carries(true)) {
         (false, false) => String::new(),
         (true, false) => format!(
             "; its own network for the reference model's committed choices{}",

@@ -58,11 +58,13 @@ pub enum Models {
 type Net = (Vec<slurp_fair::export::Dense>, Sight);
 
 /// Which of a model's networks a search trains: the model's own (slurp's
-/// model, real runs), or one for the reference model's committed choices,
-/// for both backfilling modes or for EASY alone.
+/// model, real runs), its own for slurp's model under EASY alone, or one
+/// for the reference model's committed choices, for both backfilling modes
+/// or for EASY alone.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
     Main,
+    SlurpEasy,
     Committed,
     Easy,
 }
@@ -75,6 +77,7 @@ struct Keep {
     main: Option<Net>,
     committed: Option<Net>,
     easy: Option<Net>,
+    slurp_easy: Option<Net>,
 }
 
 /// Which backfilling a search's cells replay.
@@ -149,9 +152,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "G")]
     gain: Option<f64>,
     /// evolve: train on the cells of one backfilling mode only (a model
-    /// for `fair:M.onnx+easy`, say), or both. With --init and --sim-model
-    /// reference, the network for committed choices of that mode alone:
-    /// the model keeps the other mode's as it was
+    /// for `fair:M.onnx+easy`, say), or both. With --init and one
+    /// --sim-model, that model's network for that mode alone (`slurp` and
+    /// `easy`: the one real `+easy` runs use): the model keeps the other
+    /// mode's as it was
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Backfilling::Both)]
     backfill: Backfilling,
     /// evolve: train on the cells of one simulation model only, or both.
@@ -340,8 +344,10 @@ fn evolve(
     };
     // The network searched: from a model, a search on the reference
     // model's cells alone trains one for its committed choices (for EASY
-    // alone with `--backfill easy`); any other search, the model's own.
+    // alone with `--backfill easy`), one on slurp's model with EASY alone
+    // its network for that; any other search, the model's own.
     let slot = match (&init, args.sim_model, args.backfill) {
+        (Some(_), Models::Slurp, Backfilling::Easy) => Slot::SlurpEasy,
         (Some(_), Models::Reference, Backfilling::Easy) => Slot::Easy,
         (Some(_), Models::Reference, _) => Slot::Committed,
         _ => Slot::Main,
@@ -524,21 +530,26 @@ fn evolve(
     let trained = shape.layers(&found.params);
     let mut notes = vec![("slurp.trained", how)];
     let trained = Some((trained, sight));
-    let [main, committed, easy] = [Slot::Main, Slot::Committed, Slot::Easy].map(|at| {
-        if at == slot {
-            trained.clone()
-        } else {
-            match at {
-                Slot::Main => keep.main.clone(),
-                Slot::Committed => keep.committed.clone(),
-                Slot::Easy => keep.easy.clone(),
+    let [main, slurp_easy, committed, easy] =
+        [Slot::Main, Slot::SlurpEasy, Slot::Committed, Slot::Easy].map(|at| {
+            if at == slot {
+                trained.clone()
+            } else {
+                match at {
+                    Slot::Main => keep.main.clone(),
+                    Slot::SlurpEasy => keep.slurp_easy.clone(),
+                    Slot::Committed => keep.committed.clone(),
+                    Slot::Easy => keep.easy.clone(),
+                }
             }
-        }
-    });
+        });
     for (net, easy) in [(committed, false), (easy, true)] {
         if let Some((layers, seeing)) = net {
             notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
         }
+    }
+    if let Some((layers, seeing)) = slurp_easy {
+        notes.extend(slurp_fair::export::slurp_easy_notes(&layers, seeing));
     }
     let (main, main_sight) = main.expect("the searched network or the start's own");
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
@@ -598,6 +609,7 @@ fn windows_of(
 fn searched(m: &Model, slot: Slot) -> &Model {
     match slot {
         Slot::Main => m,
+        Slot::SlurpEasy => m.slurp_easy().unwrap_or(m),
         Slot::Committed => m.committed(false),
         Slot::Easy => m.committed(true),
     }
@@ -610,21 +622,49 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
         m.committed_layers(easy)
             .map(|layers| (layers, m.committed(easy).sight))
     };
+    // Its network for slurp's model under EASY, as it is.
+    let slurp_easy = m
+        .slurp_easy()
+        .and_then(|net| net.layers().map(|layers| (layers, net.sight)));
     if slot == Slot::Main {
         if args.sim_model == Models::Slurp {
-            // Each mode's network for committed choices stays as it was.
+            // Each mode's network for committed choices stays as it was,
+            // and EASY's own in slurp's model when only the other mode is
+            // searched.
+            if slurp_easy.is_some() && args.backfill == Backfilling::Both {
+                eprintln!(
+                    "note: its network for slurp's model under EASY is not kept: a search on both backfilling modes trains one network for both"
+                );
+            }
             return Ok(Keep {
                 main: None,
                 committed: own(false),
                 easy: if m.carries(true) { own(true) } else { None },
+                slurp_easy: slurp_easy.filter(|_| args.backfill == Backfilling::None),
             });
         }
-        if m.has_committed() {
+        if m.has_committed() || slurp_easy.is_some() {
             eprintln!(
-                "note: its networks for committed choices are not kept: a search on both models trains one network for both"
+                "note: its other networks (for committed choices, for slurp's model under EASY) are not kept: a search on both models trains one network for both"
             );
         }
         return Ok(Keep::default());
+    }
+    if slot == Slot::SlurpEasy {
+        // Every other network stays as it was: the model's own (without
+        // backfilling), and those for committed choices.
+        let Some(main) = m.layers() else {
+            return Err(
+                "not a per-slot MLP, so it cannot carry a network for slurp's model under EASY"
+                    .into(),
+            );
+        };
+        return Ok(Keep {
+            main: Some((main, m.sight)),
+            committed: own(false),
+            easy: if m.carries(true) { own(true) } else { None },
+            slurp_easy: None,
+        });
     }
     if m.sight == Sight::V1 {
         return Err("sees observation v1 (scaled by one trace), which cannot carry a network for committed choices; start from a v2 … v5 model".into());
@@ -641,6 +681,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed: own(false),
             main: main.clone(),
             easy: None,
+            slurp_easy,
         },
         // EASY keeps the network it had: its own, the shared one, or the
         // model's.
@@ -648,6 +689,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             easy: own(true).or_else(|| main.clone()),
             main,
             committed: None,
+            slurp_easy,
         },
         // One network searched for both modes.
         _ => {
@@ -660,6 +702,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 main,
                 committed: None,
                 easy: None,
+                slurp_easy,
             }
         }
     })

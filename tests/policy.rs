@@ -309,6 +309,39 @@ fn a_learned_policy_chooses_what_a_real_run_starts() {
 }
 
 #[test]
+fn a_run_with_easy_chooses_with_the_network_the_model_carries_for_it() {
+    use slurp_fair::export::{self, Dense};
+    // Feature 1 is a task's width (v4): weighed negatively, narrowest
+    // first; positively, widest first.
+    let width = |weight: f32| {
+        let mut w = vec![0.0; slurp_fair::FEATURES];
+        w[0] = weight;
+        vec![Dense { w, b: vec![0.0] }]
+    };
+    let narrow = export::actor(&width(-1.0), "v4", &[]);
+    let easy_wide = export::actor(
+        &width(-1.0),
+        "v4",
+        &export::slurp_easy_notes(&width(1.0), slurp_fair::Sight::V4),
+    );
+    let order = |model: &[u8], policy: &str| {
+        let test = Test::new()
+            .file("w.slurp", THREE)
+            .file("m.onnx", model)
+            .args(&["--cores", "2", "--policy", policy, "w.slurp"]);
+        test.run().success();
+        test.lines_of("order")
+    };
+    // Without backfilling the model's own network chooses: the wide task last.
+    assert_eq!(order(&easy_wide, "fair:m.onnx")[2], "w");
+    assert_eq!(order(&narrow, "fair:m.onnx")[2], "w");
+    // With EASY, the network it carries for EASY: the wide task first,
+    // where the same model without that network starts it last.
+    assert_eq!(order(&easy_wide, "fair:m.onnx+easy")[0], "w");
+    assert_eq!(order(&narrow, "fair:m.onnx+easy")[2], "w");
+}
+
+#[test]
 fn in_a_run_the_users_are_the_lines_and_sweeps() {
     // One core. s1 starts first (all tied: no user has started a task);
     // then the sweep, whose s1 has run, is no longer the calmest user: a

@@ -332,6 +332,50 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
 }
 
 #[test]
+fn a_search_on_slurps_model_with_easy_alone_trains_a_network_for_it() {
+    let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let start = load(fair_v4.as_ref());
+    let search = |out: &str, from: &str, more: &[&str]| {
+        let mut args = vec!["--init", from, "--sim-model", "slurp"];
+        args.extend_from_slice(more);
+        let test = small_search(out, "1", &args);
+        let run = test.run().success();
+        let written = load(&test.path().join(out));
+        (test, run, written)
+    };
+    // EASY's network in slurp's model is searched (from the model's own);
+    // the model's own and the one for committed choices are kept.
+    let (test, run, easy) = search("easy.onnx", fair_v4, &["--backfill", "easy"]);
+    assert!(
+        run.stdout
+            .contains("its own network for slurp's model with EASY"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(easy.layers(), start.layers());
+    assert_eq!(easy.committed_layers(false), start.committed_layers(false));
+    let searched = easy.slurp_easy().and_then(|m| m.layers()).unwrap();
+    assert_ne!(Some(searched.clone()), start.layers());
+    assert!(start.slurp_easy().is_none());
+    let path = test.path().join("easy.onnx");
+    let path = path.to_str().unwrap();
+    // Then the model's own, without backfilling: EASY's is kept.
+    let (_, _, none) = search("none.onnx", path, &["--backfill", "none"]);
+    assert_eq!(none.slurp_easy().and_then(|m| m.layers()), Some(searched));
+    assert_ne!(none.layers(), start.layers());
+    // A search on both modes trains one network for both, and says so.
+    let (_, run, both) = search("both.onnx", path, &[]);
+    assert!(both.slurp_easy().is_none());
+    assert!(
+        run.stderr
+            .contains("its network for slurp's model under EASY is not kept"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
     // Each network of a model file sees its own observation: fair-v2's
     // (v2) stays as it was beside a network searched for committed choices

@@ -472,7 +472,8 @@ impl Chooser for Learned {
 
 /// The schedule the policy makes of `window` in slurp's own model: the
 /// runtime core choosing with the model, backfilling with EASY when
-/// `backfill`. Deterministic for `sample: None` and for each seed.
+/// `backfill` (with the network the model carries for EASY, when it has
+/// one). Deterministic for `sample: None` and for each seed.
 pub fn replay(
     model: Arc<Model>,
     workload: &Workload,
@@ -481,7 +482,7 @@ pub fn replay(
     sample: Option<u64>,
 ) -> Result<Schedule, ModelError> {
     let (schedule, learned) = play(
-        Learned::new(model, workload, window, sample),
+        Learned::new(model.in_slurp(backfill), workload, window, sample),
         workload,
         window,
         backfill,
@@ -558,6 +559,9 @@ impl Chooser for Shared {
 #[derive(Debug)]
 pub struct ForRuns {
     pub model: Arc<Model>,
+    /// The run backfills with EASY (`--policy fair+easy`): the model's
+    /// network for EASY chooses, when it carries one.
+    pub easy: bool,
     /// Draw each choice (from this seed) instead of taking the best slot.
     pub sample: Option<u64>,
 }
@@ -578,7 +582,7 @@ impl slurp_runtime::run::Learned for ForRuns {
             })
             .collect();
         Box::new(Learned::for_tasks(
-            self.model.clone(),
+            self.model.in_slurp(self.easy),
             &tasks,
             capacity.total_cores(),
             self.sample,

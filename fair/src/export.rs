@@ -57,11 +57,26 @@ pub fn committed_notes(
     easy: bool,
 ) -> [(&'static str, String); 2] {
     use crate::model::{COMMITTED, COMMITTED_EASY, COMMITTED_EASY_SIGHT, COMMITTED_SIGHT};
-    let (key, sight_key) = if easy {
-        (COMMITTED_EASY, COMMITTED_EASY_SIGHT)
+    if easy {
+        notes(COMMITTED_EASY, COMMITTED_EASY_SIGHT, layers, sight)
     } else {
-        (COMMITTED, COMMITTED_SIGHT)
-    };
+        notes(COMMITTED, COMMITTED_SIGHT, layers, sight)
+    }
+}
+
+/// The metadata that carries a network for slurp's model under EASY
+/// ([`crate::Model::in_slurp`]), seeing `sight`.
+pub fn slurp_easy_notes(layers: &[Dense], sight: crate::Sight) -> [(&'static str, String); 2] {
+    use crate::model::{SLURP_EASY, SLURP_EASY_SIGHT};
+    notes(SLURP_EASY, SLURP_EASY_SIGHT, layers, sight)
+}
+
+fn notes(
+    key: &'static str,
+    sight_key: &'static str,
+    layers: &[Dense],
+    sight: crate::Sight,
+) -> [(&'static str, String); 2] {
     [
         (
             key,

@@ -19,7 +19,9 @@
 //! fairest rule differs (a reservation keeps the head's place, so turns
 //! between users can be kept without idling the machine). Slurp's own
 //! model, where the head is chosen again at every instant, uses the graph
-//! itself; tools that only read ONNX see an ordinary policy network.
+//! itself, and under EASY the network [`SLURP_EASY`] names when the model
+//! carries one (its observation in [`SLURP_EASY_SIGHT`]): real `+easy` runs
+//! schedule there. Tools that only read ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,11 +44,11 @@ pub enum ModelError {
     Shape { path: PathBuf, reason: String },
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
-    #[error(
-        "{path}: its network for committed choices (metadata `{key}`) cannot be used: {reason}"
-    )]
+    #[error("{path}: its {what} (metadata `{key}`) cannot be used: {reason}")]
     Committed {
         path: PathBuf,
+        /// Which network: for committed choices, or for slurp's model under EASY.
+        what: &'static str,
         key: String,
         reason: String,
     },
@@ -133,6 +135,23 @@ pub const COMMITTED_EASY: &str = "slurp.committed.easy";
 /// The observation that network sees, when it is not the model's own.
 pub const COMMITTED_EASY_SIGHT: &str = "slurp.committed.easy.observation";
 
+/// The metadata key of a model's network for slurp's own model (and real
+/// runs) under EASY backfilling, when it has one of its own (else the
+/// graph serves both modes).
+pub const SLURP_EASY: &str = "slurp.easy";
+
+/// The observation that network sees, when it is not the model's own.
+pub const SLURP_EASY_SIGHT: &str = "slurp.easy.observation";
+
+/// What the network under each metadata key is for, as errors name it.
+fn purpose(key: &str) -> &'static str {
+    if key == SLURP_EASY {
+        "network for slurp's model under EASY"
+    } else {
+        "network for committed choices"
+    }
+}
+
 /// A loaded policy network and the normalisers it was trained with.
 #[derive(Debug)]
 pub struct Model {
@@ -151,6 +170,8 @@ pub struct Model {
     committed: Option<Arc<Model>>,
     /// Its network for committed choices under EASY, when it carries one.
     committed_easy: Option<Arc<Model>>,
+    /// Its network for slurp's model under EASY, when it carries one.
+    slurp_easy: Option<Arc<Model>>,
 }
 
 impl Clone for Model {
@@ -163,13 +184,14 @@ impl Clone for Model {
             normalisers: self.normalisers,
             committed: self.committed.clone(),
             committed_easy: self.committed_easy.clone(),
+            slurp_easy: self.slurp_easy.clone(),
         }
     }
 }
 
-/// The network for committed choices a model carries under metadata `key`
-/// (seeing what `sight_key` names, else the model's `sight`), loaded and
-/// checked; `None` when it carries none.
+/// The network a model carries under metadata `key` (seeing what
+/// `sight_key` names, else the model's `sight`), loaded and checked; `None`
+/// when it carries none.
 fn carried(
     proto: &tract_onnx::pb::ModelProto,
     path: &Path,
@@ -182,10 +204,11 @@ fn carried(
     };
     let bad = |reason: String| ModelError::Committed {
         path: path.to_owned(),
+        what: purpose(key),
         key: key.to_owned(),
         reason,
     };
-    // What a network for committed choices must be.
+    // What a carried network must be.
     const LAYERS: &str = "expected a JSON list of dense layers {\"w\": [...], \"b\": [...]} from 9 inputs to 1 output";
     let layers: Vec<crate::export::Dense> =
         serde_json::from_str(&p.value).map_err(|e| bad(format!("{e} ({LAYERS})")))?;
@@ -301,6 +324,7 @@ impl Model {
         };
         let committed = carried(&proto, path, sight, COMMITTED, COMMITTED_SIGHT)?;
         let committed_easy = carried(&proto, path, sight, COMMITTED_EASY, COMMITTED_EASY_SIGHT)?;
+        let slurp_easy = carried(&proto, path, sight, SLURP_EASY, SLURP_EASY_SIGHT)?;
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
@@ -309,6 +333,7 @@ impl Model {
             normalisers,
             committed,
             committed_easy,
+            slurp_easy,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -389,6 +414,22 @@ impl Model {
             self.committed.as_ref()
         };
         own.map_or(self, |m| m)
+    }
+
+    /// The network that chooses in slurp's own model (and real runs)
+    /// without backfilling (`easy: false`) or under EASY: the one the model
+    /// carries for EASY when it has one, else the model itself.
+    pub fn in_slurp(self: &Arc<Self>, easy: bool) -> Arc<Model> {
+        match (&self.slurp_easy, easy) {
+            (Some(own), true) => own.clone(),
+            _ => self.clone(),
+        }
+    }
+
+    /// The network it carries for slurp's model under EASY, apart from its
+    /// own.
+    pub fn slurp_easy(&self) -> Option<&Model> {
+        self.slurp_easy.as_deref()
     }
 
     /// Whether it carries a network of its own for committed choices (for

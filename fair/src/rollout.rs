@@ -198,7 +198,9 @@ fn episode_slurp(
     rng: Option<ChaCha8Rng>,
 ) -> Result<Trajectory, ModelError> {
     let who = match player {
-        Player::Network(model) => Who::Network(std::sync::Arc::new(model.clone())),
+        Player::Network(model) => {
+            Who::Network(std::sync::Arc::new(model.clone()).in_slurp(opts.backfill))
+        }
         Player::Teacher(order) => Who::Teacher(order, opts.sight),
     };
     let learned = Learned::recording(who, workload, window, rng);

@@ -1,7 +1,8 @@
 //! A model that carries a second network for committed choices: the
 //! reference model (a choice kept until it starts) decides with it, slurp's
 //! own model with the graph itself (a third network, when carried, decides
-//! the reference model's choices under EASY), and a malformed one is refused.
+//! the reference model's choices under EASY; a fourth, slurp's model's
+//! under EASY), and a malformed one is refused.
 
 use std::sync::Arc;
 
@@ -229,4 +230,62 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
     .unwrap_err();
     assert!(matches!(err, ModelError::Committed { .. }), "{err}");
     assert!(err.to_string().contains("`slurp.committed.easy`"), "{err}");
+}
+
+#[test]
+fn a_network_for_easy_decides_slurps_model_under_easy_alone() {
+    // Oldest first for the model's own network, narrowest first for
+    // slurp's model under EASY.
+    let (oldest, narrow) = (by_feature(3, 1.0), by_feature(0, -1.0));
+    let carrying = Arc::new(model(&oldest, &export::slurp_easy_notes(&narrow, Sight::V5)).unwrap());
+    let alone = |layers: &[Dense], sight: Sight| {
+        let bytes = export::actor(layers, sight.name(), &[]);
+        Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
+    };
+    let (oldest, narrow) = (alone(&oldest, Sight::V3), alone(&narrow, Sight::V5));
+    assert_eq!(carrying.slurp_easy().map(|m| m.sight), Some(Sight::V5));
+    assert_eq!(
+        carrying.slurp_easy().and_then(Model::layers),
+        narrow.layers()
+    );
+    assert!(
+        !carrying.has_committed(),
+        "not a network for committed choices"
+    );
+    let workload = busy();
+    let window = Window {
+        start: 200,
+        len: 1024,
+    };
+    let slurp = |m: &Arc<Model>, backfill: bool| {
+        slurp_fair::chooser::replay(m.clone(), &workload, window, backfill, None)
+            .unwrap()
+            .order
+    };
+    let reference = |m: &Model, backfill: bool| {
+        slurp_fair::rollout::replay(m, &workload, window, backfill, None)
+            .unwrap()
+            .order
+    };
+    assert_ne!(
+        slurp(&oldest, true),
+        slurp(&narrow, true),
+        "the two networks choose alike"
+    );
+    assert_eq!(slurp(&carrying, true), slurp(&narrow, true));
+    assert_eq!(slurp(&carrying, false), slurp(&oldest, false));
+    // The reference model's choices are the model's own network's.
+    for backfill in [false, true] {
+        assert_eq!(reference(&carrying, backfill), reference(&oldest, backfill));
+    }
+
+    // A malformed one is refused, naming what it is for and its key.
+    let err = model(&by_feature(3, 1.0), &[("slurp.easy", "[]".to_owned())]).unwrap_err();
+    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "m.onnx: its network for slurp's model under EASY (metadata `slurp.easy`)"
+        ),
+        "{err}"
+    );
 }
