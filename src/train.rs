@@ -653,6 +653,9 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     if slot == Slot::SlurpEasy {
         // Every other network stays as it was: the model's own (without
         // backfilling), and those for committed choices.
+        if m.sight == Sight::V1 {
+            return Err("sees observation v1 (scaled by one trace), which cannot carry a network for slurp's model under EASY; start from a v2 … v5 model".into());
+        }
         let Some(main) = m.layers() else {
             return Err(
                 "not a per-slot MLP, so it cannot carry a network for slurp's model under EASY"

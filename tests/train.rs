@@ -364,6 +364,24 @@ fn a_search_on_slurps_model_with_easy_alone_trains_a_network_for_it() {
     let (_, _, none) = search("none.onnx", path, &["--backfill", "none"]);
     assert_eq!(none.slurp_easy().and_then(|m| m.layers()), Some(searched));
     assert_ne!(none.layers(), start.layers());
+    // A v1 model cannot carry one: refused before any search.
+    let fair_v1 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v1.onnx");
+    let v1 = small_search(
+        "v1.onnx",
+        "1",
+        &[
+            "--init",
+            fair_v1,
+            "--sim-model",
+            "slurp",
+            "--backfill",
+            "easy",
+        ],
+    );
+    v1.run()
+        .invalid()
+        .stderr_has(&["sees observation v1", "slurp's model under EASY"]);
+    assert!(!v1.path().join("v1.onnx").exists());
     // A search on both modes trains one network for both, and says so.
     let (_, run, both) = search("both.onnx", path, &[]);
     assert!(both.slurp_easy().is_none());
