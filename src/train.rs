@@ -650,35 +650,30 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
         }
         return Ok(Keep::default());
     }
-    if slot == Slot::SlurpEasy {
-        // Every other network stays as it was: the model's own (without
-        // backfilling), and those for committed choices.
-        if m.sight == Sight::V1 {
-            return Err("sees observation v1 (scaled by one trace), which cannot carry a network for slurp's model under EASY; start from a v2 … v5 model".into());
-        }
-        let Some(main) = m.layers() else {
-            return Err(
-                "not a per-slot MLP, so it cannot carry a network for slurp's model under EASY"
-                    .into(),
-            );
-        };
-        return Ok(Keep {
-            main: Some((main, m.sight)),
-            committed: own(false),
-            easy: if m.carries(true) { own(true) } else { None },
-            slurp_easy: None,
-        });
-    }
+    // The network searched is carried beside the model's own.
+    let carried = if slot == Slot::SlurpEasy {
+        "a network for slurp's model under EASY"
+    } else {
+        "a network for committed choices"
+    };
     if m.sight == Sight::V1 {
-        return Err("sees observation v1 (scaled by one trace), which cannot carry a network for committed choices; start from a v2 … v5 model".into());
+        return Err(format!(
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v5 model"
+        ));
     }
     let Some(main) = m.layers() else {
-        return Err(
-            "not a per-slot MLP, so it cannot carry a network for committed choices".into(),
-        );
+        return Err(format!("not a per-slot MLP, so it cannot carry {carried}"));
     };
     let main = Some((main, m.sight));
     Ok(match (slot, args.backfill) {
+        // Every other network stays as it was: the model's own (without
+        // backfilling), and those for committed choices.
+        (Slot::SlurpEasy, _) => Keep {
+            main,
+            committed: own(false),
+            easy: if m.carries(true) { own(true) } else { None },
+            slurp_easy: None,
+        },
         // The network for no backfilling keeps serving it; EASY's is searched.
         (Slot::Easy, _) => Keep {
             committed: own(false),

@@ -600,6 +600,28 @@ fn judge_tables_a_model_against_every_heuristic_in_every_cell() {
     assert_eq!(doc["observation"], "v2");
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4, "both models, without and with EASY");
+    // Each cell says its verdict, as its figures make it; the totals count them.
+    for cell in cells {
+        let own = cell["learned"]["worst_user_bounded_slowdown"]
+            .as_f64()
+            .unwrap();
+        let fairest = cell["rivals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["worst_user_bounded_slowdown"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(cell["holds"], own <= 1.01 * fairest, "{cell}");
+        assert_eq!(cell["wins"], own <= 0.99 * fairest, "{cell}");
+    }
+    for (each, total) in [
+        ("wins", "wins"),
+        ("holds", "holds"),
+        ("average_within", "averages_within"),
+    ] {
+        let count = cells.iter().filter(|c| c[each] == true).count();
+        assert_eq!(doc[total], count, "{each}");
+    }
     let rivals: Vec<&str> = cells[1]["rivals"]
         .as_array()
         .unwrap()

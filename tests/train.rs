@@ -15,6 +15,23 @@ fn python_has(modules: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Runs the trainer's model tool `fair/trainer/SCRIPT` with `args` (it
+/// must succeed); `false`, having said why, where python3 lacks the numpy
+/// and onnx it needs.
+fn model_tool(script: &str, args: &[&std::ffi::OsStr]) -> bool {
+    if !python_has("numpy, onnx") {
+        eprintln!("skipped: needs python3 with numpy and onnx (pip install onnx)");
+        return false;
+    }
+    let status = std::process::Command::new("python3")
+        .arg(common::repo().join("fair/trainer").join(script))
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script} failed");
+    true
+}
+
 /// Whether this machine's python3 has what the trainer needs.
 fn pytorch() -> bool {
     python_has("torch, numpy, onnx")
@@ -436,11 +453,6 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
 
 #[test]
 fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
-    // The trainer's model tools read and write ONNX files.
-    if !python_has("numpy, onnx") {
-        eprintln!("skipped: needs python3 with numpy and onnx (pip install onnx)");
-        return;
-    }
     // fair-v4's network for committed choices sees its model's v4, left
     // implied in its file; v7's model sees v5 for committed choices.
     // Written into v7 alone (one source, weight 1), it must still see v4,
@@ -450,15 +462,18 @@ fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     let v7 = repo.join("fair/trainer/runs/v7-validated-e1.onnx");
     let test = Test::new();
     let mix = test.path().join("mix.onnx");
-    let status = std::process::Command::new("python3")
-        .arg(repo.join("fair/trainer/ensemble.py"))
-        .arg(&v7)
-        .arg(&mix)
-        .arg("slurp.committed")
-        .arg(format!("{}:slurp.committed:1", fair_v4.display()))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let source = format!("{}:slurp.committed:1", fair_v4.display());
+    if !model_tool(
+        "ensemble.py",
+        &[
+            v7.as_ref(),
+            mix.as_ref(),
+            "slurp.committed".as_ref(),
+            source.as_ref(),
+        ],
+    ) {
+        return;
+    }
     let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
     let (fair_v4, v7, mix) = (load(&fair_v4), load(&v7), load(&mix));
     assert_eq!(mix.committed(false).sight, Sight::V4);
@@ -466,4 +481,61 @@ fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     assert_eq!(mix.committed(true).sight, Sight::V5);
     assert_eq!(mix.committed_layers(true), v7.committed_layers(true));
     assert_eq!(mix.layers(), v7.layers());
+}
+
+#[test]
+fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
+    let repo = common::repo();
+    let fair_v4 = repo.join("stdlib/policies/fair-v4.onnx");
+    let test = Test::new();
+    let out = test.path().join("e20.onnx");
+    let args = ["--network", "slurp-easy", "--beta", "20"].map(std::ffi::OsStr::new);
+    if !model_tool(
+        "turns.py",
+        &[[fair_v4.as_ref(), out.as_ref()].as_slice(), &args].concat(),
+    ) {
+        return;
+    }
+    let load = |p: &std::path::Path| std::sync::Arc::new(slurp_fair::Model::load(p, None).unwrap());
+    let (start, e20) = (load(&fair_v4), load(&out));
+    // The model's own network and its network for committed choices are
+    // fair-v4's, seeing what they saw.
+    assert_eq!(e20.layers(), start.layers());
+    assert_eq!(e20.sight, Sight::V4);
+    assert_eq!(e20.committed_layers(false), start.committed_layers(false));
+    assert_eq!(e20.committed(false).sight, Sight::V4);
+    // Under EASY: fair-v4's units with feature 1 (v5: the user's place in
+    // fair-share turns) given nothing, and 20 x (10 f1 + f4) as two more.
+    let easy = e20
+        .slurp_easy()
+        .expect("a network for slurp's model under EASY");
+    assert_eq!(easy.sight, Sight::V5);
+    let (own, with) = (start.layers().unwrap(), easy.layers().unwrap());
+    let (h, width) = (own[0].b.len(), with[0].b.len());
+    assert_eq!(width, h + 2);
+    for i in 0..slurp_fair::FEATURES {
+        let score = [10.0, 0.0, 0.0, 1.0].get(i).copied().unwrap_or(0.0);
+        assert_eq!(with[0].w[i * width + h], score, "feature {}", i + 1);
+        assert_eq!(with[0].w[i * width + h + 1], -score, "feature {}", i + 1);
+        for j in 0..h {
+            let kept = if i == 0 { 0.0 } else { own[0].w[i * h + j] };
+            assert_eq!(with[0].w[i * width + j], kept);
+        }
+    }
+    assert_eq!(with[1].w[h..], [20.0, -20.0]);
+    assert_eq!(with[1].w[..h], own[1].w[..]);
+    // So slurp's model chooses otherwise with EASY, as before without.
+    let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
+    let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
+    let window = slurp_sim::Window {
+        start: 500,
+        len: 1024,
+    };
+    let order = |m: &std::sync::Arc<slurp_fair::Model>, easy: bool| {
+        slurp_fair::chooser::replay(m.clone(), &workload, window, easy, None)
+            .unwrap()
+            .order
+    };
+    assert_eq!(order(&e20, false), order(&start, false));
+    assert_ne!(order(&e20, true), order(&start, true));
 }

@@ -44,8 +44,9 @@ pub enum ModelError {
     Shape { path: PathBuf, reason: String },
     #[error("{path}: the normalisers beside the model: {reason}")]
     Normalisers { path: PathBuf, reason: String },
+    /// A network the model carries beside its own, under metadata `key`.
     #[error("{path}: its {what} (metadata `{key}`) cannot be used: {reason}")]
-    Committed {
+    Carried {
         path: PathBuf,
         /// Which network: for committed choices, or for slurp's model under EASY.
         what: &'static str,
@@ -202,7 +203,7 @@ fn carried(
     let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
         return Ok(None);
     };
-    let bad = |reason: String| ModelError::Committed {
+    let bad = |reason: String| ModelError::Carried {
         path: path.to_owned(),
         what: purpose(key),
         key: key.to_owned(),

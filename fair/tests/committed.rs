@@ -24,6 +24,12 @@ fn model(main: &[Dense], notes: &[(&str, String)]) -> Result<Model, ModelError> 
     Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
 }
 
+/// A model of `layers` alone, seeing `sight`.
+fn alone(layers: &[Dense], sight: Sight) -> Arc<Model> {
+    let bytes = export::actor(layers, sight.name(), &[]);
+    Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
+}
+
 fn busy() -> Workload {
     let trace = generate(&Family::Saturated.spec(1500), 2);
     Workload::new(&trace, Machine::of(&trace).unwrap())
@@ -95,7 +101,7 @@ fn a_malformed_committed_network_is_refused_with_the_reason() {
         .unwrap(),
     ] {
         let err = model(&main, &[("slurp.committed", bad.clone())]).unwrap_err();
-        assert!(matches!(err, ModelError::Committed { .. }), "{bad}: {err}");
+        assert!(matches!(err, ModelError::Carried { .. }), "{bad}: {err}");
         assert!(
             err.to_string()
                 .starts_with("m.onnx: its network for committed choices"),
@@ -121,8 +127,8 @@ fn an_evolved_network_round_trips_as_a_committed_one() {
         &export::committed_notes(&layers, Sight::V3, false),
     )
     .unwrap();
-    let alone = evolve::model(&shape, &params, &[]).unwrap();
-    assert_eq!(carried.committed_layers(false), alone.layers());
+    let evolved = evolve::model(&shape, &params, &[]).unwrap();
+    assert_eq!(carried.committed_layers(false), evolved.layers());
     assert_eq!(carried.committed(false).evaluator(), "direct");
 }
 
@@ -131,11 +137,7 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     // Feature 1 is a job's width in v3 and its user's place in fair-share
     // turns in v5: the same weights choose differently.
     let first = by_feature(0, 1.0);
-    let file = |sight: Sight| {
-        let bytes = export::actor(&first, sight.name(), &[]);
-        Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
-    };
-    let (v3, v5) = (file(Sight::V3), file(Sight::V5));
+    let (v3, v5) = (alone(&first, Sight::V3), alone(&first, Sight::V5));
     let carried = model(
         &by_feature(3, 1.0),
         &export::committed_notes(&first, Sight::V5, false),
@@ -160,7 +162,7 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     let mut notes = export::committed_notes(&first, Sight::V5, false).to_vec();
     notes[1].1 = "v9".into();
     let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
-    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(matches!(err, ModelError::Carried { .. }), "{err}");
     assert!(
         err.to_string()
             .contains("`slurp.committed.observation` is `v9`; it may name v2, v3, v4 or v5"),
@@ -187,10 +189,6 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
         (three.committed(false).sight, three.committed(true).sight),
         (Sight::V3, Sight::V5)
     );
-    let alone = |layers: &[Dense], sight: Sight| {
-        let bytes = export::actor(layers, sight.name(), &[]);
-        Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap()
-    };
     let (narrow, wide) = (alone(&narrow, Sight::V3), alone(&wide, Sight::V5));
     let workload = busy();
     let window = Window {
@@ -228,7 +226,7 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
         &[("slurp.committed.easy", "[]".to_owned())],
     )
     .unwrap_err();
-    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(matches!(err, ModelError::Carried { .. }), "{err}");
     assert!(err.to_string().contains("`slurp.committed.easy`"), "{err}");
 }
 
@@ -238,10 +236,6 @@ fn a_network_for_easy_decides_slurps_model_under_easy_alone() {
     // slurp's model under EASY.
     let (oldest, narrow) = (by_feature(3, 1.0), by_feature(0, -1.0));
     let carrying = Arc::new(model(&oldest, &export::slurp_easy_notes(&narrow, Sight::V5)).unwrap());
-    let alone = |layers: &[Dense], sight: Sight| {
-        let bytes = export::actor(layers, sight.name(), &[]);
-        Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
-    };
     let (oldest, narrow) = (alone(&oldest, Sight::V3), alone(&narrow, Sight::V5));
     assert_eq!(carrying.slurp_easy().map(|m| m.sight), Some(Sight::V5));
     assert_eq!(
@@ -281,7 +275,7 @@ fn a_network_for_easy_decides_slurps_model_under_easy_alone() {
 
     // A malformed one is refused, naming what it is for and its key.
     let err = model(&by_feature(3, 1.0), &[("slurp.easy", "[]".to_owned())]).unwrap_err();
-    assert!(matches!(err, ModelError::Committed { .. }), "{err}");
+    assert!(matches!(err, ModelError::Carried { .. }), "{err}");
     assert!(
         err.to_string().starts_with(
             "m.onnx: its network for slurp's model under EASY (metadata `slurp.easy`)"

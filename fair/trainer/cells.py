@@ -18,8 +18,8 @@ unless told otherwise) on one set of workloads:
 Each row is a cell (workload, simulation model, backfilling) and its fairest heuristic; each
 model's column is its worst user's bounded slowdown over the fairest heuristic's, then its
 average over the best heuristic's. Each mode ends with every model's counts as the check
-counts them: won (worst user at least 1% below every heuristic's), within 1% of the fairest,
-average within 1.1x the best; and the geometric mean and the worst of the first ratio.
+counts them, from the judge's own verdicts: won (worst user at least 1% below every
+heuristic's), within 1% of the fairest, average within 1.1x the best; and the geometric mean and the worst of the first ratio.
 `--only reference` (or `slurp`) keeps one simulation model's cells.
 """
 
@@ -70,10 +70,13 @@ def fairest(cell):
 
 
 def ratios(cell):
+    """The worst user's and the average's ratios to the best heuristic's, and the cell's
+    verdicts as the judge gives them (won, within 1%, average within 1.1x)."""
     worst = min(r["worst_user_bounded_slowdown"] for r in cell["rivals"])
     average = min(r["avg_bounded_slowdown"] for r in cell["rivals"])
     mine = cell["learned"]
-    return mine["worst_user_bounded_slowdown"] / worst, mine["avg_bounded_slowdown"] / average
+    return (mine["worst_user_bounded_slowdown"] / worst, mine["avg_bounded_slowdown"] / average,
+            cell["wins"], cell["holds"], cell["average_within"])
 
 
 def main():
@@ -113,9 +116,7 @@ def main():
             print(f"{key[2]:<32} {key[1]:<9} | {heuristic[key]:<14} | {row}")
         for n in names:
             worst = [table[k][n][0] for k in keys]
-            won = sum(w <= 0.99 for w in worst)
-            within = sum(w <= 1.01 for w in worst)
-            averages = sum(table[k][n][1] <= 1.1 for k in keys)
+            won, within, averages = (sum(table[k][n][i] for k in keys) for i in (2, 3, 4))
             geo = math.exp(sum(math.log(w) for w in worst) / len(worst))
             print(f"  {n}: won {won} within {within} avg {averages} of {len(keys)}; geo {geo:.3f} worst {max(worst):.3f}")
 

@@ -35,6 +35,14 @@ FEATURES = 9
 COMMITTED = ("slurp.committed", "slurp.committed.easy")
 
 
+def put(model, props, key, value):
+    """Sets the model's metadata entry `key`, adding it when it has none."""
+    if key not in props:
+        props[key] = model.metadata_props.add()
+        props[key].key = key
+    props[key].value = value
+
+
 def with_score(w0, b0, w1, beta):
     """The layers with feature 1's weights zeroed and `beta x (10 f1 + f4)` as two more units."""
     w0 = w0.copy()
@@ -62,20 +70,15 @@ def slurp_network(model, beta, easy_only):
     w0, b0, w1 = with_score(*arrays, beta)
     if easy_only:
         b1 = numpy_helper.to_array(init["b1"]).astype(np.float64)
-        for key, value in (("slurp.easy", json.dumps([
+        put(model, props, "slurp.easy", json.dumps([
             {"w": w0.ravel().tolist(), "b": b0.tolist()},
             {"w": w1.ravel().tolist(), "b": b1.tolist()},
-        ])), ("slurp.easy.observation", "v5")):
-            if key in props:
-                props[key].value = value
-            else:
-                p = model.metadata_props.add()
-                p.key, p.value = key, value
+        ]))
+        put(model, props, "slurp.easy.observation", "v5")
         return w0.shape[1]
     for key in COMMITTED + ("slurp.easy",):
         if key in props and key + ".observation" not in props:
-            p = model.metadata_props.add()
-            p.key, p.value = key + ".observation", seen
+            put(model, props, key + ".observation", seen)
     props["slurp.observation"].value = "v5"
     for name, array in (("w0", w0), ("b0", b0), ("w1", w1)):
         init[name].CopyFrom(numpy_helper.from_array(array.astype(np.float32), name))
@@ -119,11 +122,7 @@ def main():
         {"w": w0.ravel().tolist(), "b": b0.tolist()},
         {"w": w1.ravel().tolist(), "b": b1.tolist()},
     ])
-    if "slurp.committed.observation" in props:
-        props["slurp.committed.observation"].value = "v5"
-    else:
-        p = model.metadata_props.add()
-        p.key, p.value = "slurp.committed.observation", "v5"
+    put(model, props, "slurp.committed.observation", "v5")
     onnx.save(model, args.out)
     print(f"wrote {args.out}: committed network 9 -> {w0.shape[1]} -> 1 seeing v5, "
           f"fairshare's score at weight {args.beta}")
