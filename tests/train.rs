@@ -539,3 +539,42 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
     assert_eq!(order(&e20, false), order(&start, false));
     assert_ne!(order(&e20, true), order(&start, true));
 }
+
+#[test]
+fn lookahead_names_the_heuristics_a_model_is_checked_against_and_keeps_the_rest() {
+    use slurp_fair::lookahead::Lookahead;
+    use slurp_runtime::core::Order;
+    let fair_v4 = common::repo().join("stdlib/policies/fair-v4.onnx");
+    let test = Test::new();
+    let (ahead, plain) = (
+        test.path().join("ahead.onnx"),
+        test.path().join("plain.onnx"),
+    );
+    let args = ["--rules", "fairshare,f1", "--margin", "0.2"].map(std::ffi::OsStr::new);
+    if !model_tool(
+        "lookahead.py",
+        &[[fair_v4.as_ref(), ahead.as_ref()].as_slice(), &args].concat(),
+    ) {
+        return;
+    }
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (start, with) = (load(&fair_v4), load(&ahead));
+    let named = Some(Lookahead {
+        rules: vec![Order::Fairshare, Order::F1],
+        margin: 0.2,
+    });
+    assert_eq!(with.lookahead, named);
+    // Every network it carries decides with it; the networks are fair-v4's.
+    assert_eq!(with.committed(false).lookahead, named);
+    assert_eq!(with.layers(), start.layers());
+    assert_eq!(with.committed_layers(false), start.committed_layers(false));
+    // `--rules ''` takes it out again.
+    let none = ["--rules", ""].map(std::ffi::OsStr::new);
+    assert!(model_tool(
+        "lookahead.py",
+        &[[ahead.as_ref(), plain.as_ref()].as_slice(), &none].concat(),
+    ));
+    let without = load(&plain);
+    assert_eq!((&without.lookahead, &start.lookahead), (&None, &None));
+    assert_eq!(without.layers(), start.layers());
+}
