@@ -373,6 +373,24 @@ task n cores=1 time=1s: echo n >> order; sleep 0.2
     // Unless the margin asks for more than ten times fairer.
     let gated = [sjf, (LOOKAHEAD_MARGIN, "0.95".to_owned())];
     assert_eq!(order(&gated, "fair:m.onnx"), ["w", "n"]);
+    // The judge says what a model checks its choices against.
+    let judged = Test::new()
+        .file("m.onnx", export::actor(&wide, "v4", &gated))
+        .args(&[
+            "policy",
+            "judge",
+            "m.onnx",
+            "gen:small:1:3000",
+            "--samples",
+            "1",
+            "--len",
+            "256",
+        ]);
+    let table = judged.run().success().stdout;
+    assert!(
+        table.contains("each choice checked ahead against sjf (margin 0.95)"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -632,6 +650,7 @@ fn judge_tables_a_model_against_every_heuristic_in_every_cell() {
     let doc: serde_json::Value =
         serde_json::from_str(&judge(&["--json"]).success().stdout).unwrap();
     assert_eq!(doc["observation"], "v2");
+    assert_eq!(doc["lookahead"], serde_json::Value::Null);
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4, "both models, without and with EASY");
     // Each cell says its verdict, as its figures make it; the totals count them.

@@ -578,3 +578,33 @@ fn lookahead_names_the_heuristics_a_model_is_checked_against_and_keeps_the_rest(
     assert_eq!((&without.lookahead, &start.lookahead), (&None, &None));
     assert_eq!(without.layers(), start.layers());
 }
+
+#[test]
+fn a_search_from_a_model_that_looks_ahead_searches_and_keeps_its_lookahead() {
+    use slurp_fair::lookahead::Lookahead;
+    let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let layers = load(fair_v4.as_ref()).layers().unwrap();
+    let named = Lookahead {
+        rules: vec![
+            slurp_runtime::core::Order::Fairshare,
+            slurp_runtime::core::Order::Sjf,
+        ],
+        margin: 0.25,
+    };
+    let test = small_search("out.onnx", "1", &["--init", "m.onnx"]).file(
+        "m.onnx",
+        slurp_fair::export::actor(&layers, "v4", &named.notes()),
+    );
+    let run = test.run().success();
+    assert!(
+        run.stderr.contains(
+            "searching with its lookahead: each choice checked against fairshare, sjf (margin 0.25)"
+        ),
+        "{}",
+        run.stderr
+    );
+    let out = load(&test.path().join("out.onnx"));
+    assert_eq!(out.lookahead, Some(named));
+    assert_ne!(out.layers(), Some(layers), "a searched network");
+}

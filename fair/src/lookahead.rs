@@ -81,6 +81,15 @@ impl Lookahead {
         };
         Ok(Lookahead { rules, margin })
     }
+
+    /// As a model's metadata.
+    pub fn notes(&self) -> [(&'static str, String); 2] {
+        let rules: Vec<&str> = self.rules.iter().map(|o| o.name()).collect();
+        [
+            (LOOKAHEAD, rules.join(",")),
+            (LOOKAHEAD_MARGIN, self.margin.to_string()),
+        ]
+    }
 }
 
 /// A shown job as a projection sees it.
