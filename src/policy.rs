@@ -323,10 +323,6 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "committed_easy_observation": net.carries(true).then(|| net.committed(true).sight.name()),
             "slurp_easy_network": net.slurp_easy().is_some(),
             "slurp_easy_observation": net.slurp_easy().map(|m| m.sight.name()),
-            "lookahead": net.lookahead.as_ref().map(|l| serde_json::json!({
-                "rules": l.rules.iter().map(|o| o.name()).collect::<Vec<_>>(),
-                "margin": l.margin,
-            })),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -582,30 +578,20 @@ fn networks_header(net: &Model) -> String {
     let easy = net.slurp_easy().map_or(String::new(), |m| {
         format!("; its own network for slurp's model with EASY{}", seeing(m))
     });
-    let ahead = net.lookahead.as_ref().map_or(String::new(), |l| {
-        let rules: Vec<&str> = l.rules.iter().map(|o| o.name()).collect();
-        format!(
-            "; each choice checked ahead against {} (margin {})",
-            rules.join(", "),
-            l.margin
-        )
-    });
-    ahead
-        + &easy
-        + &match (net.carries(false), net.carries(true)) {
-            (false, false) => String::new(),
-            (true, false) => format!(
-                "; its own network for the reference model's committed choices{}",
-                seeing(net.committed(false))
-            ),
-            (false, true) => format!(
-                "; its own network for the reference model's committed choices with EASY{}",
-                seeing(net.committed(true))
-            ),
-            (true, true) => format!(
-                "; its own networks for the reference model's committed choices, without backfilling{} and with EASY{}",
-                seeing(net.committed(false)),
-                seeing(net.committed(true))
-            ),
-        }
+    easy + &match (net.carries(false), net.carries(true)) {
+        (false, false) => String::new(),
+        (true, false) => format!(
+            "; its own network for the reference model's committed choices{}",
+            seeing(net.committed(false))
+        ),
+        (false, true) => format!(
+            "; its own network for the reference model's committed choices with EASY{}",
+            seeing(net.committed(true))
+        ),
+        (true, true) => format!(
+            "; its own networks for the reference model's committed choices, without backfilling{} and with EASY{}",
+            seeing(net.committed(false)),
+            seeing(net.committed(true))
+        ),
+    }
 }

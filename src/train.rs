@@ -408,20 +408,6 @@ fn evolve(
         }
         None => (Shape { hidden }, None),
     };
-    // A start that checks its choices against heuristics' is searched, and
-    // kept, with that lookahead.
-    let lookahead = init.as_ref().and_then(|(_, m)| m.lookahead.clone());
-    if let Some(l) = &lookahead {
-        eprintln!(
-            "searching with its lookahead: each choice checked against {} (margin {})",
-            l.rules
-                .iter()
-                .map(|o| o.name())
-                .collect::<Vec<_>>()
-                .join(", "),
-            l.margin
-        );
-    }
     let sigma = args
         .sigma
         .unwrap_or(if start.is_some() { 0.1 } else { 0.5 });
@@ -458,7 +444,6 @@ fn evolve(
         gain: args.gain,
         redraw: args.redraw,
         validation,
-        lookahead: lookahead.clone(),
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -565,9 +550,6 @@ fn evolve(
     }
     if let Some((layers, seeing)) = slurp_easy {
         notes.extend(slurp_fair::export::slurp_easy_notes(&layers, seeing));
-    }
-    if let Some(l) = &lookahead {
-        notes.extend(l.notes());
     }
     let (main, main_sight) = main.expect("the searched network or the start's own");
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);

@@ -3,8 +3,7 @@
 //! jobs queued (every slot real) and with 5,000 (the slots chosen from a
 //! deep queue), for a v1, a v2 (site-independent), fair-v3 (v2 over wider
 //! slots) and fair-v4 (v3 with widths on log scales); and the network
-//! alone, directly and in tract's plan; and fair-v4's decision checked by
-//! a lookahead against `fairshare` and F1.
+//! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -12,10 +11,8 @@ use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use slurp_fair::Model;
-use slurp_fair::lookahead::{self, Ahead, Lookahead, Now};
 use slurp_fair::observe::{Normalisers, Users, observe};
 use slurp_fair::rollout::choose;
-use slurp_runtime::core::Order;
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, SimJob};
 
@@ -118,46 +115,6 @@ fn decisions(c: &mut Criterion) {
             });
         }
     }
-    // fair-v4's decision checked by a lookahead against `fairshare` and F1
-    // (`lookahead.rs`): two sorts and up to three projections of the 128
-    // shown jobs more, 200 jobs running.
-    let v4 = built("fair-v4");
-    let mut queue: Vec<u32> = (5000 - 128..5000).collect();
-    let mut follow = slurp_fair::observe_v2::Follow::new(v4.sight);
-    let mut ahead = Ahead::new(Lookahead {
-        rules: vec![Order::Fairshare, Order::F1],
-        margin: 0.1,
-    });
-    let running: Vec<(u64, u32)> = started
-        .iter()
-        .map(|&j| {
-            let job = &jobs[j as usize];
-            (starts[j as usize] + job.estimate, job.procs)
-        })
-        .collect();
-    group.bench_function("128 queued, fair-v4 + lookahead (fairshare, f1)", |b| {
-        b.iter(|| {
-            let d = decision(&jobs, &mut queue, &started, &starts);
-            let obs = follow.observe(&d);
-            let logits = v4.logits(&obs).expect("runs");
-            let (slot, _) = choose(&logits, None);
-            let (shown_jobs, shown) = lookahead::shown(&jobs, &obs.jobs, |j| j.procs);
-            let at = Now {
-                now: d.now,
-                free: d.free_nodes,
-                running: &running,
-                backfill: true,
-            };
-            std::hint::black_box(ahead.choose(
-                at,
-                &shown_jobs,
-                &shown,
-                &logits,
-                slot,
-                follow.standing(),
-            ))
-        })
-    });
     // The two halves of a decision at 128 queued, apart.
     let mut queue: Vec<u32> = (5000 - 128..5000).collect();
     let mut users = Users::default();

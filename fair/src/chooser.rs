@@ -29,7 +29,6 @@ use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
 use crate::kept::{Largest, Turns};
-use crate::lookahead::{Ahead, Now};
 use crate::observe::{
     Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
 };
@@ -90,11 +89,6 @@ pub struct Learned {
     /// The last time the core told (a rank's reckoning needs one; `left`
     /// comes without).
     clock: Time,
-    /// The model's lookahead (`lookahead.rs`), when it names one and
-    /// chooses its best slots, and whether EASY backfills around its
-    /// choices; with the running jobs' estimated ends and cores.
-    ahead: Option<(Ahead, bool)>,
-    running: rustc_hash::FxHashMap<u32, (u64, u32)>,
     /// The first evaluation that failed; the first queued job stood in.
     pub failure: Option<ModelError>,
 }
@@ -225,20 +219,8 @@ impl Learned {
             pending: Waiting::default(),
             largest: Largest::default(),
             clock: Time(0),
-            ahead: None,
-            running: rustc_hash::FxHashMap::default(),
             failure: None,
         }
-    }
-
-    /// Checks the network's choices with the model's lookahead, when it
-    /// names one, projecting with EASY when `backfill`. Choices drawn from
-    /// the network's distribution (a trainer's) stay its own.
-    pub fn looking_ahead(mut self, backfill: bool) -> Learned {
-        if let (Who::Network(model), None) = (&self.who, &self.rng) {
-            self.ahead = model.lookahead.clone().map(|l| (Ahead::new(l), backfill));
-        }
-        self
     }
 }
 
@@ -378,25 +360,9 @@ impl Chooser for Learned {
             }
         };
         let chosen = match &self.who {
-            Who::Network(model) => model.logits(&obs).map(|logits| {
-                let (slot, logp) = choose(&logits, self.rng.as_mut());
-                match &mut self.ahead {
-                    Some((ahead, backfill)) if self.steps.is_none() => {
-                        let running: Vec<(u64, u32)> = self.running.values().copied().collect();
-                        let at = Now {
-                            now: decision.now,
-                            free: decision.free_nodes,
-                            running: &running,
-                            backfill: *backfill,
-                        };
-                        let (jobs, shown) =
-                            crate::lookahead::shown(&self.jobs, &obs.jobs, |j| j.procs);
-                        let slot = ahead.choose(at, &jobs, &shown, &logits, slot, &self.standing);
-                        (slot, logp)
-                    }
-                    _ => (slot, logp),
-                }
-            }),
+            Who::Network(model) => model
+                .logits(&obs)
+                .map(|logits| choose(&logits, self.rng.as_mut())),
             Who::Teacher(order, _) => {
                 let now = decision.now;
                 // `fairshare` ranks users by the usage v2's standing keeps.
@@ -445,12 +411,6 @@ impl Chooser for Learned {
             self.start_times[task as usize] = now;
             self.started.push(task);
             let job = self.jobs[task as usize];
-            if self.ahead.is_some() {
-                self.running.insert(
-                    task,
-                    ((now.0 / 1000).saturating_add(job.estimate), job.procs),
-                );
-            }
             self.standing.started(
                 job.user,
                 (now.0 / 1000).saturating_sub(job.submit),
@@ -465,7 +425,6 @@ impl Chooser for Learned {
     fn ended(&mut self, now: Time, task: u32) {
         self.clock = now;
         if let Some(&job) = self.jobs.get(task as usize) {
-            self.running.remove(&task);
             let start = self.start_times[task as usize];
             self.standing.ended(job.user, job.procs.into(), start, now);
             self.place_user(job.user);
@@ -523,7 +482,7 @@ pub fn replay(
     sample: Option<u64>,
 ) -> Result<Schedule, ModelError> {
     let (schedule, learned) = play(
-        Learned::new(model.in_slurp(backfill), workload, window, sample).looking_ahead(backfill),
+        Learned::new(model.in_slurp(backfill), workload, window, sample),
         workload,
         window,
         backfill,
@@ -622,14 +581,11 @@ impl slurp_runtime::run::Learned for ForRuns {
                 user: i64::from(t.template.0),
             })
             .collect();
-        Box::new(
-            Learned::for_tasks(
-                self.model.in_slurp(self.easy),
-                &tasks,
-                capacity.total_cores(),
-                self.sample,
-            )
-            .looking_ahead(self.easy),
-        )
+        Box::new(Learned::for_tasks(
+            self.model.in_slurp(self.easy),
+            &tasks,
+            capacity.total_cores(),
+            self.sample,
+        ))
     }
 }

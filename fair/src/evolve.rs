@@ -38,7 +38,6 @@
 //! of the generation that scored lowest on *all* the windows: a proposal's
 //! score on one draw flatters it, the mean's on the whole pool does not.
 
-use crate::lookahead::Lookahead;
 use std::cell::{Cell as Counter, RefCell};
 use std::path::Path;
 use std::sync::Arc;
@@ -386,10 +385,6 @@ pub struct Options {
     /// with the lowest loss on them (`None`: on the whole arena with
     /// `redraw`, else the best proposal seen).
     pub validation: Option<Arc<Arena>>,
-    /// The heuristics every proposal's choices are checked against
-    /// (`lookahead.rs`): a network searched as the model it goes into
-    /// will decide.
-    pub lookahead: Option<Lookahead>,
 }
 
 /// One generation's progress.
@@ -432,16 +427,13 @@ pub fn evolve(
             n.max(4)
         });
     let evaluated = Counter::new(0usize);
-    let proposal = |params: &[f64]| {
-        model_seeing(opts.sight, &opts.shape, params, &[]).map(|mut m| {
-            m.lookahead.clone_from(&opts.lookahead);
-            Arc::new(m)
-        })
-    };
     let score = |params: &[f64], picks: Option<&[Vec<usize>]>| {
-        let cells = proposal(params).and_then(|m| match picks {
-            Some(p) => arena.cells_on(&m, "evolved", p),
-            None => arena.cells(&m, "evolved"),
+        let cells = model_seeing(opts.sight, &opts.shape, params, &[]).and_then(|m| {
+            let m = Arc::new(m);
+            match picks {
+                Some(p) => arena.cells_on(&m, "evolved", p),
+                None => arena.cells(&m, "evolved"),
+            }
         });
         match cells {
             Ok(cells) => loss_capped(&cells, opts.gain),
@@ -486,7 +478,8 @@ pub fn evolve(
     // on every window of the arena.
     let judged = |params: &[f64]| match &opts.validation {
         Some(check) => {
-            let cells = proposal(params).and_then(|m| check.cells(&m, "evolved"));
+            let cells = model_seeing(opts.sight, &opts.shape, params, &[])
+                .and_then(|m| check.cells(&Arc::new(m), "evolved"));
             match cells {
                 Ok(cells) => loss_capped(&cells, opts.gain),
                 Err(e) => {

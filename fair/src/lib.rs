@@ -20,8 +20,6 @@
 //!   workloads, both simulation models, with and without EASY;
 //! - [`kept`]: the v3 and v4 views a chooser keeps between decisions (fair-share
 //!   turns, the largest projected mean) instead of scanning every user;
-//! - [`lookahead`]: a model's choice checked against heuristics' by
-//!   projecting the shown jobs ahead under each order;
 //! - [`chooser`]: the model picking the head of the runtime core's queue
 //!   (slurp's own simulation model, and real runs);
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
@@ -31,7 +29,6 @@ pub mod evolve;
 pub mod export;
 pub mod judge;
 pub mod kept;
-pub mod lookahead;
 pub mod mlp;
 pub mod model;
 pub mod observe;

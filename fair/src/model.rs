@@ -21,10 +21,7 @@
 //! model, where the head is chosen again at every instant, uses the graph
 //! itself, and under EASY the network [`SLURP_EASY`] names when the model
 //! carries one (its observation in [`SLURP_EASY_SIGHT`]): real `+easy` runs
-//! schedule there. A model may also name heuristics its choices are
-//! checked against by projecting the queue ahead ([`LOOKAHEAD`],
-//! `lookahead.rs`), in every network it carries. Tools that only read ONNX
-//! see an ordinary policy network.
+//! schedule there. Tools that only read ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,7 +30,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tract_onnx::prelude::*;
 
-use crate::lookahead::{LOOKAHEAD, LOOKAHEAD_MARGIN, Lookahead};
 use crate::mlp::SlotMlp;
 use crate::observe::{FEATURES, Normalisers, Observation, PADDING, SLOTS};
 
@@ -55,13 +51,6 @@ pub enum ModelError {
         /// Which network: for committed choices, or for slurp's model under EASY.
         what: &'static str,
         key: String,
-        reason: String,
-    },
-    /// Metadata the model carries that slurp cannot use.
-    #[error("{path}: its metadata `{key}` cannot be used: {reason}")]
-    Metadata {
-        path: PathBuf,
-        key: &'static str,
         reason: String,
     },
     #[error("evaluating the model: {0}")]
@@ -184,9 +173,6 @@ pub struct Model {
     committed_easy: Option<Arc<Model>>,
     /// Its network for slurp's model under EASY, when it carries one.
     slurp_easy: Option<Arc<Model>>,
-    /// The heuristics its choices are checked against, when it names
-    /// some (its carried networks share them).
-    pub lookahead: Option<Lookahead>,
 }
 
 impl Clone for Model {
@@ -200,7 +186,6 @@ impl Clone for Model {
             committed: self.committed.clone(),
             committed_easy: self.committed_easy.clone(),
             slurp_easy: self.slurp_easy.clone(),
-            lookahead: self.lookahead.clone(),
         }
     }
 }
@@ -248,41 +233,7 @@ fn carried(
         return Err(bad(format!("its layers do not chain ({LAYERS})")));
     }
     let bytes = crate::export::actor(&layers, own.name(), &[]);
-    let mut model = Model::from_bytes(path, &bytes, None, None)?;
-    model.lookahead = lookahead(proto, path, sight)?;
-    Ok(Some(Arc::new(model)))
-}
-
-/// The heuristics a model's choices are checked against, when its
-/// metadata names some.
-fn lookahead(
-    proto: &tract_onnx::pb::ModelProto,
-    path: &Path,
-    sight: Sight,
-) -> Result<Option<Lookahead>, ModelError> {
-    let value = |key: &str| {
-        proto
-            .metadata_props
-            .iter()
-            .find(|p| p.key == key)
-            .map(|p| p.value.as_str())
-    };
-    let Some(rules) = value(LOOKAHEAD) else {
-        return Ok(None);
-    };
-    let bad = |reason: String| ModelError::Metadata {
-        path: path.to_owned(),
-        key: LOOKAHEAD,
-        reason,
-    };
-    if sight == Sight::V1 {
-        return Err(bad(
-            "the model sees observation v1 (scaled by one trace), whose decisions keep no users' standing to project: a v2 … v5 model can look ahead".into(),
-        ));
-    }
-    Lookahead::parse(rules, value(LOOKAHEAD_MARGIN))
-        .map(Some)
-        .map_err(bad)
+    Ok(Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?)))
 }
 
 /// Where a model's normalisers live: `MODEL.onnx.json`.
@@ -384,7 +335,6 @@ impl Model {
             committed,
             committed_easy,
             slurp_easy,
-            lookahead: lookahead(&proto, path, sight)?,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.

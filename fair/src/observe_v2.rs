@@ -81,8 +81,8 @@ pub struct Shown {
 
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct User {
-    pub(crate) sum: f64,
-    pub(crate) jobs: u32,
+    sum: f64,
+    jobs: u32,
     mean: f64,
     pub(crate) running: u64,
 }

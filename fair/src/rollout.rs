@@ -28,7 +28,6 @@ use slurp_sim::window::Draw;
 use slurp_sim::{Model as SimModel, Window, Workload};
 
 use crate::chooser::{Learned, Who};
-use crate::lookahead::{Ahead, Now, Running};
 use crate::model::{Model, ModelError, Sight};
 use crate::observe::{FEATURES, Normalisers, Observation, SLOTS, Users, observe};
 use crate::observe_v2::{Follow, rank};
@@ -339,11 +338,6 @@ pub fn replay(
     let mut eyes = Eyes::new(model.sight, &model.normalisers);
     let mut failure = None;
     let mut rng = sample.map(|seed| draws(seed, window));
-    // A drawn choice is the network's own (what a trainer learns from).
-    let mut ahead = (sample.is_none())
-        .then(|| model.lookahead.clone())
-        .flatten()
-        .map(|l| (Ahead::new(l), Running::default()));
     let schedule = run_choosing(workload, window, backfill, |d| {
         // A queue of one leaves no choice (the mask rules out the rest):
         // neither the observation nor the network is needed, and most
@@ -355,19 +349,7 @@ pub fn replay(
         let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
-                let (mut slot, _) = choose(&logits, rng.as_mut());
-                if let (Some((ahead, running)), Eyes::V2(follow)) = (ahead.as_mut(), &eyes) {
-                    let (jobs, shown) = crate::lookahead::shown(d.jobs, &obs.jobs, |j| {
-                        d.machine.nodes_for(j.procs)
-                    });
-                    let at = Now {
-                        now: d.now,
-                        free: d.free_nodes,
-                        running: running.at(d),
-                        backfill,
-                    };
-                    slot = ahead.choose(at, &jobs, &shown, &logits, slot, follow.standing());
-                }
+                let (slot, _) = choose(&logits, rng.as_mut());
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }
             Err(e) => {

@@ -168,7 +168,6 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         gain: None,
         redraw: None,
         validation: None,
-        lookahead: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
@@ -321,7 +320,6 @@ fn short_search() -> evolve::Options {
         gain: Some(0.3),
         redraw: None,
         validation: None,
-        lookahead: None,
     }
 }
 
