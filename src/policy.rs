@@ -326,13 +326,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
-            "cells": cells.iter().map(|c| {
-                let mut cell = serde_json::to_value(c).unwrap_or_default();
-                cell["wins"] = c.wins().into();
-                cell["holds"] = c.holds().into();
-                cell["average_within"] = c.average_ok().into();
-                cell
-            }).collect::<Vec<_>>(),
+            "cells": cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
             "wins": wins,
             "holds": holds,
             "averages_within": averages,

@@ -46,6 +46,18 @@ pub struct Cell {
     pub learned: Score,
 }
 
+/// A cell and its verdicts ([`Cell::wins`], [`Cell::holds`],
+/// [`Cell::average_ok`]), so that readers of the figures count what the
+/// check counts instead of restating its thresholds.
+#[derive(Debug, Serialize)]
+pub struct Judged<'a> {
+    #[serde(flatten)]
+    pub cell: &'a Cell,
+    pub wins: bool,
+    pub holds: bool,
+    pub average_within: bool,
+}
+
 impl Cell {
     fn best(&self, f: fn(&Score) -> f64) -> f64 {
         self.rivals.iter().map(f).fold(f64::INFINITY, f64::min)
@@ -70,6 +82,16 @@ impl Cell {
         self.learned.avg_bounded_slowdown <= 1.1 * self.best(|s| s.avg_bounded_slowdown)
     }
 
+    /// The cell with its verdicts, as the judge's JSON gives it.
+    pub fn judged(&self) -> Judged<'_> {
+        Judged {
+            cell: self,
+            wins: self.wins(),
+            holds: self.holds(),
+            average_within: self.average_ok(),
+        }
+    }
+
     /// The rival with the lowest worst user.
     pub fn fairest_rival(&self) -> &Score {
         self.rivals
@@ -83,18 +105,10 @@ impl Cell {
 }
 
 /// How kept models are ranked before judging (on training windows): the
-/// cells where the worst user is at least 1% below the fairest heuristic's
-/// with the average within 1.1× the best, then the mean ratio of the worst
-/// user to the fairest heuristic's (lower first).
+/// cells won with the average within 1.1× the best, then the mean ratio of
+/// the worst user to the fairest heuristic's (lower first).
 pub fn rank(cells: &[Cell]) -> (usize, f64) {
-    let won = cells
-        .iter()
-        .filter(|c| {
-            c.learned.worst_user_bounded_slowdown
-                <= 0.99 * c.best(|s| s.worst_user_bounded_slowdown)
-                && c.average_ok()
-        })
-        .count();
+    let won = cells.iter().filter(|c| c.wins() && c.average_ok()).count();
     let ratio = cells
         .iter()
         .map(|c| {

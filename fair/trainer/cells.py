@@ -19,7 +19,8 @@ Each row is a cell (workload, simulation model, backfilling) and its fairest heu
 model's column is its worst user's bounded slowdown over the fairest heuristic's, then its
 average over the best heuristic's. Each mode ends with every model's counts as the check
 counts them, from the judge's own verdicts: won (worst user at least 1% below every
-heuristic's), within 1% of the fairest, average within 1.1x the best; and the geometric mean and the worst of the first ratio.
+heuristic's), within 1% of the fairest, average within 1.1x the best; and the geometric mean
+and the worst of the first ratio.
 `--only reference` (or `slurp`) keeps one simulation model's cells.
 """
 

@@ -24,6 +24,8 @@ import json
 import numpy as np
 import onnx
 
+from turns import put
+
 FEATURES = 9
 
 
@@ -72,10 +74,7 @@ def main():
     # The observation is written even where the sources' models left it implied: BASE may see
     # another one (a v4 network written into a v5 model).
     for key, value in [(args.key, json.dumps(mean(parts))), (args.key + ".observation", seeing)]:
-        if key not in props:
-            props[key] = model.metadata_props.add()
-            props[key].key = key
-        props[key].value = value
+        put(model, props, key, value)
     onnx.save(model, args.out)
 
 
