@@ -103,7 +103,7 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
     /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
-    /// `fairshare` with `--sim slurp` or an observation v2 … v6) and
+    /// `fairshare` with `--sim slurp` or an observation v2 … v5) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -119,10 +119,9 @@ pub struct RolloutArgs {
     /// What a teacher's episodes are observed with: `v1` (scaled by the
     /// trace's maxima), `v2` (site-independent ratios), `v3` (v2 over
     /// wider slots, waiting jobs in each user's standing), `v4` (v3 with
-    /// widths on a log scale), `v5` (v4 with each user's place in
-    /// fair-share turns) or `v6` (v5 with how soon a job that does not fit
-    /// would); a network sees what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v6"])]
+    /// widths on a log scale) or `v5` (v4 with each user's place in
+    /// fair-share turns); a network sees what it was trained on
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -489,10 +488,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
             // Its order is the users' usage, kept by slurp's model and, in
-            // the reference model, by the v2 … v6 observations.
+            // the reference model, by the v2 … v5 observations.
             Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
-                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v6, or --sim slurp)",
+                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v5, or --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),
@@ -532,7 +531,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V6 => {
+        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 => {
             serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
         }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
@@ -551,7 +550,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V6) => "",
+            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5) => "",
             (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }

@@ -114,10 +114,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "W,..", value_delimiter = ',')]
     hidden: Option<Vec<usize>>,
     /// evolve: what the network sees: `v4` (v3 with job widths on a log
-    /// scale), `v5` (v4 with places in fair-share turns), `v6` (v5 with how
-    /// soon a job that does not fit would) or `v3` (default: what --init's
-    /// searched network sees, if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v6"])]
+    /// scale), `v5` (v4 with places in fair-share turns) or `v3` (default:
+    /// what --init's searched network sees, if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5"])]
     observation: Option<String>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
@@ -360,7 +359,7 @@ fn evolve(
             Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
     };
-    // clap admits only `v3` … `v6`. Each network of a model sees
+    // clap admits only `v3`, `v4` and `v5`. Each network of a model sees
     // its own observation (the model file says which), so the one searched
     // may see another than the one kept beside it.
     let sight = match (
@@ -659,7 +658,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     };
     if m.sight == Sight::V1 {
         return Err(format!(
-            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v6 model"
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v5 model"
         ));
     }
     let Some(main) = m.layers() else {

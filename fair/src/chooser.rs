@@ -32,7 +32,7 @@ use crate::kept::{Largest, Turns};
 use crate::observe::{
     Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
 };
-use crate::observe_v2::{self, Projection, Releases, Shown, Standing, Waiting};
+use crate::observe_v2::{self, Projection, Shown, Standing, Waiting};
 use crate::rollout::{Step, choose, draws};
 use crate::{Model, ModelError, Sight};
 
@@ -86,10 +86,6 @@ pub struct Learned {
     turns: Turns,
     pending: Waiting,
     largest: Largest,
-    /// v6 only (`reserves`): the running jobs by their estimated ends
-    /// (seconds), for how soon a shown job would fit.
-    reserves: bool,
-    running: BTreeSet<(u64, u32)>,
     /// The last time the core told (a rank's reckoning needs one; `left`
     /// comes without).
     clock: Time,
@@ -201,8 +197,6 @@ impl Learned {
     ) -> Learned {
         Learned {
             wide: who.sight().wide(),
-            reserves: who.sight().reserves(),
-            running: BTreeSet::new(),
             who,
             norm,
             standing: Standing::default(),
@@ -231,26 +225,14 @@ impl Learned {
 }
 
 impl Learned {
-    /// v2's to v6's observation; v3's on with the `largest` projected mean.
+    /// v2's, v3's or v4's observation; v3's and v4's with the `largest`
+    /// projected mean.
     fn observe_v2(&self, d: &Decision<'_>, slots: Vec<u32>, largest: Option<f64>) -> Observation {
         // One-core nodes: fitting the free nodes is fitting the free cores.
-        let shown: Vec<Shown> = if self.reserves {
-            let cores = |j: u32| u64::from(self.jobs[j as usize].procs);
-            let releases = Releases::new(
-                d.now,
-                d.free_nodes.into(),
-                self.running.iter().map(|&(end, t)| (end, cores(t))),
-            );
-            slots
-                .iter()
-                .map(|&j| Shown::reserving(&self.jobs[j as usize], d.now, &releases, cores(j)))
-                .collect()
-        } else {
-            slots
-                .iter()
-                .map(|&j| Shown::of(&self.jobs[j as usize], d.now, d.fits(j)))
-                .collect()
-        };
+        let shown: Vec<Shown> = slots
+            .iter()
+            .map(|&j| Shown::of(&self.jobs[j as usize], d.now, d.fits(j)))
+            .collect();
         let now = Time(d.now * 1000);
         let projection = largest.map(|largest| {
             if cfg!(debug_assertions) {
@@ -373,7 +355,7 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V6 => {
+            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 => {
                 self.observe_v2(&decision, slots, largest)
             }
         };
@@ -429,10 +411,6 @@ impl Chooser for Learned {
             self.start_times[task as usize] = now;
             self.started.push(task);
             let job = self.jobs[task as usize];
-            if self.reserves {
-                self.running
-                    .insert(((now.0 / 1000).saturating_add(job.estimate), task));
-            }
             self.standing.started(
                 job.user,
                 (now.0 / 1000).saturating_sub(job.submit),
@@ -448,10 +426,6 @@ impl Chooser for Learned {
         self.clock = now;
         if let Some(&job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
-            if self.reserves {
-                let end = self.starts[task as usize].saturating_add(job.estimate);
-                self.running.remove(&(end, task));
-            }
             self.standing.ended(job.user, job.procs.into(), start, now);
             self.place_user(job.user);
         }

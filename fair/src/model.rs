@@ -77,25 +77,13 @@ pub enum Sight {
     /// users as feature 1 (`observe_v2::observe`), so that `fairshare`'s
     /// choice — the first user's earliest job — is one a network can make.
     V5,
-    /// v5 with feature 9 graded: 1 for a job that fits now, else how soon
-    /// it would by the running jobs' estimates, against its own estimate
-    /// (`observe_v2::Releases`) — what committing to it as the head costs
-    /// under EASY, which v5's 0 for every job that does not fit hides.
-    V6,
 }
 
 impl Sight {
     /// Every observation, oldest first.
-    pub const ALL: [Sight; 6] = [
-        Sight::V1,
-        Sight::V2,
-        Sight::V3,
-        Sight::V4,
-        Sight::V5,
-        Sight::V6,
-    ];
+    pub const ALL: [Sight; 5] = [Sight::V1, Sight::V2, Sight::V3, Sight::V4, Sight::V5];
 
-    /// The observation called `name` (`v1` … `v6`, as [`Sight::name`]
+    /// The observation called `name` (`v1` … `v5`, as [`Sight::name`]
     /// writes it), if this slurp knows it.
     pub fn from_name(name: &str) -> Option<Sight> {
         Sight::ALL.into_iter().find(|s| s.name() == name)
@@ -108,32 +96,25 @@ impl Sight {
             Sight::V3 => "v3",
             Sight::V4 => "v4",
             Sight::V5 => "v5",
-            Sight::V6 => "v6",
         }
     }
 
     /// Whether it shows v3's wider slots and each user's waiting jobs in
     /// its standing (`observe_v2::wide_slots`).
     pub fn wide(self) -> bool {
-        matches!(self, Sight::V3 | Sight::V4 | Sight::V5 | Sight::V6)
+        matches!(self, Sight::V3 | Sight::V4 | Sight::V5)
     }
 
     /// Whether feature 1 is the user's place in fair-share turns (v5)
     /// rather than the job's width.
     pub fn turns(self) -> bool {
-        matches!(self, Sight::V5 | Sight::V6)
-    }
-
-    /// Whether feature 9 says how soon a job that does not fit would (v6)
-    /// rather than 0.
-    pub fn reserves(self) -> bool {
-        self == Sight::V6
+        self == Sight::V5
     }
 
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
-            Sight::V4 | Sight::V5 | Sight::V6 => crate::observe_v2::Widths::Logs,
+            Sight::V4 | Sight::V5 => crate::observe_v2::Widths::Logs,
             _ => crate::observe_v2::Widths::Shares,
         }
     }
@@ -245,7 +226,7 @@ fn carried(
     };
     if sight == Sight::V1 {
         return Err(bad(
-            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v6 model can".into(),
+            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v5 model can".into(),
         ));
     }
     if !crate::export::chains(&layers) {

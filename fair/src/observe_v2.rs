@@ -41,15 +41,10 @@
 //! 8. v2, v3: the share of the shown jobs that are `u`'s. v4: `log10(n /
 //!    N) / 2` clipped to ±1, `N` the geometric mean width of the shown
 //!    jobs (feature 2's counterpart for the width);
-//! 9. 1 if the job fits in the free cores now, else 0. v6: else `1 / (1 +
-//!    d / max(r, 10))`, `d` the seconds until enough would be free if the
-//!    running jobs ended by their estimates ([`Releases`]; 0 when they never
-//!    free enough): how long committing to the job as the head holds the
-//!    queue, against the job's own length — a ratio of times, so blind to
-//!    the machine's size like the rest.
+//! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 to v6 a wider choice
+//! else the shortest and the narrowest in turn); v3, v4 and v5 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -82,50 +77,6 @@ pub struct Shown {
     pub wait: u64,
     pub user: i64,
     pub fits: bool,
-    /// v6: seconds until it would fit by the running jobs' estimates
-    /// (`Some(0)` when it fits now, `None` when they never free enough).
-    /// Read only by v6's feature 9.
-    pub ready_in: Option<u64>,
-}
-
-/// What the running jobs free, by their estimates: when a job that does
-/// not fit now would ([`Releases::ready_in`]). Counted in whatever the
-/// model allocates — whole nodes in the reference model, cores in slurp's.
-#[derive(Debug, Default)]
-pub struct Releases {
-    /// Seconds from now until each running job's estimated end (0 for one
-    /// past its estimate), with the units free by then, in time order.
-    free_by: Vec<(u64, u64)>,
-    free_now: u64,
-}
-
-impl Releases {
-    /// `free` units free at `now` (seconds), and the running jobs' estimated
-    /// ends (seconds) and units.
-    pub fn new(now: u64, free: u64, running: impl Iterator<Item = (u64, u64)>) -> Releases {
-        let mut ends: Vec<(u64, u64)> = running
-            .map(|(end, n)| (end.saturating_sub(now), n))
-            .collect();
-        ends.sort_unstable();
-        let mut total = free;
-        for (_, n) in &mut ends {
-            total = total.saturating_add(*n);
-            *n = total;
-        }
-        Releases {
-            free_by: ends,
-            free_now: free,
-        }
-    }
-
-    /// Seconds until `need` units would be free.
-    pub fn ready_in(&self, need: u64) -> Option<u64> {
-        if need <= self.free_now {
-            return Some(0);
-        }
-        let at = self.free_by.partition_point(|&(_, free)| free < need);
-        self.free_by.get(at).map(|&(after, _)| after)
-    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -367,17 +318,6 @@ impl Shown {
             wait: now.saturating_sub(job.submit),
             user: job.user,
             fits,
-            ready_in: fits.then_some(0),
-        }
-    }
-
-    /// The same, how soon it would fit told by `releases` (v6) of `units`.
-    pub fn reserving(job: &slurp_sim::SimJob, now: u64, releases: &Releases, units: u64) -> Shown {
-        let ready_in = releases.ready_in(units);
-        Shown {
-            fits: ready_in == Some(0),
-            ready_in,
-            ..Shown::of(job, now, false)
         }
     }
 }
@@ -397,7 +337,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// For a model of `sight` (v2 … v6).
+    /// For a model of `sight` (v2 … v5).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
@@ -451,24 +391,10 @@ impl Follow {
         let projection = waiting
             .as_ref()
             .map(|w| Projection::scan(&self.standing, w, now));
-        let shown: Vec<Shown> = if self.sight.reserves() {
-            // Whole nodes, as the reference model allocates them.
-            let nodes = |j: u32| u64::from(d.machine.nodes_for(d.jobs[j as usize].procs));
-            let releases = Releases::new(
-                d.now,
-                d.free_nodes.into(),
-                self.ends.iter().map(|&Reverse((_, j))| {
-                    (d.starts[j as usize] + d.jobs[j as usize].estimate, nodes(j))
-                }),
-            );
-            jobs.iter()
-                .map(|&j| Shown::reserving(&d.jobs[j as usize], d.now, &releases, nodes(j)))
-                .collect()
-        } else {
-            jobs.iter()
-                .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
-                .collect()
-        };
+        let shown: Vec<Shown> = jobs
+            .iter()
+            .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
+            .collect();
         observe(
             &shown,
             jobs,
@@ -596,7 +522,7 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation `sight` (v2 … v6) makes of `shown` (the slots' jobs, in
+/// The observation `sight` (v2 … v5) makes of `shown` (the slots' jobs, in
 /// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
 /// feature 5 is v3's when the jobs still waiting are given (`projection`),
 /// v2's otherwise.
@@ -693,13 +619,7 @@ pub fn observe(
             factor,
             clip(u.running as f64 / c, 0.0, 1.0),
             eighth,
-            match (s.fits, sight.reserves(), s.ready_in) {
-                (true, _, _) => 1.0,
-                (false, true, Some(d)) => {
-                    (1.0 / (1.0 + d as f64 / s.estimate.max(10) as f64)) as f32
-                }
-                _ => 0.0,
-            },
+            if s.fits { 1.0 } else { 0.0 },
         ]);
         mask[slot] = 1.0;
     }
@@ -729,7 +649,6 @@ mod tests {
                 wait: 99,
                 user: 1,
                 fits: false,
-                ready_in: None,
             },
             Shown {
                 cores: 2,
@@ -737,7 +656,6 @@ mod tests {
                 wait: 9,
                 user: 3,
                 fits: true,
-                ready_in: Some(0),
             },
         ];
         let obs = observe(
@@ -796,55 +714,5 @@ mod tests {
         );
         assert_eq!(&obs.mask[..3], &[1.0, 1.0, 0.0]);
         assert_eq!(&obs.features[2 * FEATURES..3 * FEATURES], &PADDING);
-    }
-
-    /// When a job would fit, by the running jobs' estimated ends: 2 units
-    /// free at 100 s; 4 more at 150 (one job 10 s past its estimate, so
-    /// now), 3 at 400, 1 at 1,100.
-    #[test]
-    fn releases_say_when_a_job_would_fit() {
-        let r = Releases::new(100, 2, [(1100, 1), (400, 3), (90, 4)].into_iter());
-        assert_eq!(r.ready_in(0), Some(0));
-        assert_eq!(r.ready_in(2), Some(0));
-        assert_eq!(
-            r.ready_in(3),
-            Some(0),
-            "the overdue job counts as ending now"
-        );
-        assert_eq!(r.ready_in(6), Some(0));
-        assert_eq!(r.ready_in(7), Some(300));
-        assert_eq!(r.ready_in(9), Some(300));
-        assert_eq!(r.ready_in(10), Some(1000));
-        assert_eq!(r.ready_in(11), None, "more than the instance frees");
-        // v6's feature 9 of a 600 s job that would fit in 300 s: 1 / (1 +
-        // 300/600); one that fits now: 1; one that never would: 0; and
-        // v5's for the same jobs: 0, 1, 0.
-        let job = |cores: u64| Shown {
-            cores,
-            estimate: 600,
-            wait: 0,
-            user: 1,
-            fits: r.ready_in(cores) == Some(0),
-            ready_in: r.ready_in(cores),
-        };
-        let ninth = |sight| {
-            let shown = [job(7), job(2), job(11)];
-            let obs = observe(
-                &shown,
-                vec![0, 1, 2],
-                10,
-                &Standing::default(),
-                None,
-                Time(100_000),
-                sight,
-            );
-            (0..3)
-                .map(|i| obs.features[i * FEATURES + 8])
-                .collect::<Vec<_>>()
-        };
-        let v6 = ninth(crate::Sight::V6);
-        assert!((v6[0] - 2.0 / 3.0).abs() < 1e-6, "{v6:?}");
-        assert_eq!(&v6[1..], &[1.0, 0.0]);
-        assert_eq!(ninth(crate::Sight::V5), vec![0.0, 1.0, 0.0]);
     }
 }

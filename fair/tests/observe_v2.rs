@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use slurp_fair::observe_v2::{Projection, Releases, Shown, Standing, Waiting, Widths, observe};
+use slurp_fair::observe_v2::{Projection, Shown, Standing, Waiting, Widths, observe};
 use slurp_fair::{Model, Sight};
 use slurp_sim::Window;
 use slurp_sim::generate::Family;
@@ -32,7 +32,7 @@ fn numpy() -> bool {
 /// gone, count in each user's standing), v4's (v3's with widths on log
 /// scales) and v5's (v4's with places in fair-share turns).
 #[test]
-fn v2_to_v6_features_equal_numpys_on_random_queues() {
+fn v2_to_v5_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -67,41 +67,19 @@ fn v2_to_v6_features_equal_numpys_on_random_queues() {
                 ended.push(serde_json::json!([user, c, clock, end]));
             }
         }
-        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5, Sight::V6][case % 5];
-        // v6: running jobs' estimated ends (some past already) and cores,
-        // free cores now.
-        let free = rng.random_range(0..=cores);
-        let running: Vec<(u64, u64)> = (0..rng.random_range(0..20))
-            .map(|_| {
-                (
-                    now - 50_000 + rng.random_range(0..400_000u64),
-                    rng.random_range(1..=cores),
-                )
-            })
-            .collect();
-        let releases = Releases::new(now, free, running.iter().copied());
         let len = rng.random_range(0..=128usize);
         let shown: Vec<Shown> = (0..len)
-            .map(|_| {
-                let cores = rng.random_range(1..=cores);
-                let fits: bool = rng.random();
-                let ready_in = if sight.reserves() {
-                    releases.ready_in(cores)
-                } else {
-                    fits.then_some(0)
-                };
-                Shown {
-                    cores,
-                    estimate: rng.random_range(0..300_000),
-                    wait: rng.random_range(0..500_000),
-                    user: rng.random_range(0..users + 2),
-                    fits: ready_in == Some(0),
-                    ready_in,
-                }
+            .map(|_| Shown {
+                cores: rng.random_range(1..=cores),
+                estimate: rng.random_range(0..300_000),
+                wait: rng.random_range(0..500_000),
+                user: rng.random_range(0..users + 2),
+                fits: rng.random(),
             })
             .collect();
         // v3 on: jobs waiting at `now`, users' own and others' (users no
         // job of which started, too); a third of those queued leave again.
+        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5][case % 4];
         let v3 = sight != Sight::V2;
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
@@ -148,9 +126,6 @@ fn v2_to_v6_features_equal_numpys_on_random_queues() {
         }
         if sight.turns() {
             case["turns"] = serde_json::json!(true);
-        }
-        if sight.reserves() {
-            case["reserve"] = serde_json::json!({ "free": free, "running": running });
         }
         cases.push(case);
     }
@@ -249,7 +224,7 @@ fn the_model_file_says_which_observation_it_sees() {
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
     assert!(
-        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5, v6)"),
+        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5)"),
         "{err}"
     );
     // Each observation's name reads back as itself, and only those.

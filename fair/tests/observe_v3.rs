@@ -222,7 +222,6 @@ fn v4_tells_narrow_jobs_apart_on_a_large_instance() {
             wait: 600,
             user: 1,
             fits: true,
-            ready_in: Some(0),
         })
         .collect();
     let feature = |sight: Sight, slot: usize, f: usize| {

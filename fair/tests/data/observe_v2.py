@@ -1,11 +1,10 @@
-"""The v2 to v6 observations computed independently with NumPy, from their
+"""The v2 to v5 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
 for v3 and v4 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-for v4 to v6 "widths": "logs", for v5 and v6 "turns": true, for v6 "reserve": {"free": F,
-"running": [[end, cores], ...]} (free cores now, running jobs' estimated ends); times in seconds.
-Writes, for each, the 128 x 9 features as one flat list (JSON).
+for v4 and v5 "widths": "logs", for v5 "turns": true; times in seconds. Writes, for each, the 128 x 9 features as
+one flat list (JSON).
 """
 
 import json
@@ -63,20 +62,6 @@ def features(case):
     turns = case.get("turns", False)
     # v5: a user's place among the shown users' distinct usages, least first.
     distinct = sorted(set(usage.get(int(u), 0.0) for u in user))
-    reserve = case.get("reserve")
-
-    def ninth(i):
-        if reserve is None:
-            return 1.0 if fits[i] else 0.0
-        # v6: when, by the running jobs' estimated ends, n[i] cores are free.
-        free = reserve["free"]
-        if n[i] <= free:
-            return 1.0
-        for end, cores in sorted(reserve["running"]):
-            free += cores
-            if free >= n[i]:
-                return 1.0 / (1.0 + max(end - now, 0) / max(est[i], 10))
-        return 0.0
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
@@ -101,7 +86,7 @@ def features(case):
             factor(u),
             min(running.get(u, 0) / c, 1.0),
             eighth,
-            ninth(i),
+            1.0 if fits[i] else 0.0,
         ]
     return out.ravel().tolist()
 
