@@ -11,6 +11,7 @@ unless told otherwise) on one set of workloads:
 - `fresh`: the generated families at `--seeds` (by default 14, 15 and 16, which no search,
   choice or judging had used before 2026-12-03; the PPO candidate trained on 11 to 13): a
   second validation set, for choices between models whose held-out cells have been seen.
+  `--jobs N` generates N jobs a trace instead of 10,000, so that the windows overlap less.
 - `held-out`: the model card's three commands: NASA-iPSC, `gen:small:8`, `gen:mid:7`,
   `gen:large:5`, `gen:saturated:9`, `gen:quiet:6`, and RICC's last quarter, all of it and its
   busy windows. Judge a model here once, after it is chosen.
@@ -47,7 +48,8 @@ SETS = {
 def commands(args):
     if args.set == "fresh":
         seeds = [int(s) for s in args.seeds.split(",")]
-        return [[f"gen:{family}:{seed}" for family in FAMILIES for seed in seeds]]
+        jobs = f":{args.jobs}" if args.jobs else ""
+        return [[f"gen:{family}:{seed}{jobs}" for family in FAMILIES for seed in seeds]]
     return SETS[args.set]
 
 
@@ -86,6 +88,9 @@ def main():
     ap.add_argument("--traces", default="../shared/traces", help="where the trace files are")
     ap.add_argument("--set", choices=sorted([*SETS, "fresh"]), required=True)
     ap.add_argument("--seeds", default="14,15,16", help="the generated families' seeds, for `--set fresh`")
+    ap.add_argument("--jobs", type=int, help="jobs of each generated trace, for `--set fresh` (default "
+                    "10,000: its 50 windows of 1,024 overlap, each job in 6 on average; with 60,000, "
+                    "in 1.5)")
     ap.add_argument("--only", choices=["reference", "slurp"])
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--seed", type=int, default=12345)
