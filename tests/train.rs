@@ -539,3 +539,72 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
     assert_eq!(order(&e20, false), order(&start, false));
     assert_ne!(order(&e20, true), order(&start, true));
 }
+
+/// The trainer's judging tools (`cells.py`, `history.py`) pass slurp's
+/// own refusal on — its message and exit status, not a Python traceback —
+/// refuse `--jobs` where the workloads are fixed, and generate traces of
+/// `--jobs` jobs where they are not.
+#[test]
+fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
+    if !python_has("json") {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tool = |script: &str, args: &[&str]| {
+        let out = std::process::Command::new("python3")
+            .arg(common::repo().join("fair/trainer").join(script))
+            .arg("--slurp")
+            .arg(common::binary())
+            .arg("--traces")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, _, err) = tool("history.py", &["missing.swf"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("missing.swf") && !err.contains("Traceback"),
+        "{err}"
+    );
+    let (code, _, err) = tool(
+        "cells.py",
+        &["--set", "fresh", "--seeds", "1", "/nonexistent/m.onnx"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("/nonexistent/m.onnx") && !err.contains("Traceback"),
+        "{err}"
+    );
+    let (code, _, err) = tool(
+        "cells.py",
+        &["--set", "validation", "--jobs", "3000", "m.onnx"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--jobs"), "{err}");
+    let model = common::repo().join("stdlib/policies/fair-v4.onnx");
+    let (code, out, err) = tool(
+        "cells.py",
+        &[
+            "--set",
+            "fresh",
+            "--seeds",
+            "1",
+            "--jobs",
+            "4000",
+            "--samples",
+            "2",
+            "--only",
+            "slurp",
+            model.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for family in ["small", "mid", "large", "saturated", "quiet"] {
+        assert!(out.contains(&format!("gen:{family}:1:4000 ")), "{out}");
+    }
+    assert_eq!(out.matches(" of 5; ").count(), 2, "{out}");
+}

@@ -30,6 +30,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 
 FAMILIES = ("small", "mid", "large", "saturated", "quiet")
 SETS = {
@@ -53,12 +54,19 @@ def commands(args):
     return SETS[args.set]
 
 
+def slurp_json(args, *argv):
+    """slurp's JSON answer to `argv`, run in the traces' folder; where slurp refuses (a trace
+    missing, a bad option), its own diagnostic and exit status, not a Python traceback."""
+    done = subprocess.run([args.slurp, *argv], capture_output=True, text=True, cwd=args.traces)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        sys.exit(done.returncode)
+    return json.loads(done.stdout)
+
+
 def judged(args, model, command):
-    out = subprocess.run(
-        [args.slurp, "policy", "judge", model, *command, "--samples", str(args.samples), "--seed", str(args.seed), "--json"],
-        check=True, capture_output=True, text=True, cwd=args.traces,
-    ).stdout
-    cells = json.loads(out)["cells"]
+    cells = slurp_json(args, "policy", "judge", model, *command, "--samples", str(args.samples),
+                       "--seed", str(args.seed), "--json")["cells"]
     busy = "--min-bsld" in command
     for c in cells:
         if busy:
@@ -96,6 +104,8 @@ def main():
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("models", nargs="+", help="MODEL.onnx or NAME=MODEL.onnx")
     args = ap.parse_args()
+    if args.jobs is not None and args.set != "fresh":
+        ap.error("--jobs sizes the generated traces of --set fresh; the other sets are fixed")
     args.slurp = os.path.abspath(args.slurp)
     named = []
     for m in args.models:
