@@ -564,27 +564,27 @@ fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
-    let (code, _, err) = tool("history.py", &["missing.swf"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("missing.swf") && !err.contains("Traceback"),
-        "{err}"
-    );
-    let (code, _, err) = tool(
-        "cells.py",
-        &["--set", "fresh", "--seeds", "1", "/nonexistent/m.onnx"],
-    );
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("/nonexistent/m.onnx") && !err.contains("Traceback"),
-        "{err}"
-    );
-    let (code, _, err) = tool(
-        "cells.py",
-        &["--set", "validation", "--jobs", "3000", "m.onnx"],
-    );
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--jobs"), "{err}");
+    // Each refusal: slurp's (a trace or a model missing), then cells.py's.
+    for (script, args, said) in [
+        ("history.py", &["missing.swf"][..], "missing.swf"),
+        (
+            "cells.py",
+            &["--set", "fresh", "--seeds", "1", "/nonexistent/m.onnx"],
+            "/nonexistent/m.onnx",
+        ),
+        (
+            "cells.py",
+            &["--set", "validation", "--jobs", "3000", "m.onnx"],
+            "--jobs",
+        ),
+    ] {
+        let (code, _, err) = tool(script, args);
+        assert_eq!(code, Some(2), "{script}: {err}");
+        assert!(
+            err.contains(said) && !err.contains("Traceback"),
+            "{script}: {err}"
+        );
+    }
     let model = common::repo().join("stdlib/policies/fair-v4.onnx");
     let (code, out, err) = tool(
         "cells.py",
