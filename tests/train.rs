@@ -540,6 +540,76 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
     assert_ne!(order(&e20, true), order(&start, true));
 }
 
+#[test]
+fn turns_gives_the_easy_committed_network_the_area_order_and_keeps_its_turns() {
+    // v7's network for the reference model's choices under EASY already
+    // sees v5: its feature-1 weights (the user's place in turns) stay, and
+    // 10 * (10 f1 - f2 - f8) comes as two more units; its network without
+    // backfilling and its own network are left as they were.
+    let repo = common::repo();
+    let v7 = repo.join("fair/trainer/runs/v7-validated-e1.onnx");
+    let test = Test::new();
+    let out = test.path().join("e10.onnx");
+    let args = [
+        "--network",
+        "committed-easy",
+        "--within",
+        "area",
+        "--beta",
+        "10",
+    ]
+    .map(std::ffi::OsStr::new);
+    if !model_tool(
+        "turns.py",
+        &[[v7.as_ref(), out.as_ref()].as_slice(), &args].concat(),
+    ) {
+        return;
+    }
+    let load = |p: &std::path::Path| std::sync::Arc::new(slurp_fair::Model::load(p, None).unwrap());
+    let (start, e10) = (load(&v7), load(&out));
+    assert_eq!(e10.layers(), start.layers());
+    assert_eq!(e10.committed_layers(false), start.committed_layers(false));
+    assert_eq!(e10.committed(true).sight, Sight::V5);
+    let (own, with) = (
+        start.committed_layers(true).unwrap(),
+        e10.committed_layers(true).unwrap(),
+    );
+    let (h, width) = (own[0].b.len(), with[0].b.len());
+    assert_eq!(width, h + 2);
+    for i in 0..slurp_fair::FEATURES {
+        let score = match i {
+            0 => 10.0,
+            1 | 7 => -1.0,
+            _ => 0.0,
+        };
+        assert_eq!(with[0].w[i * width + h], score, "feature {}", i + 1);
+        assert_eq!(with[0].w[i * width + h + 1], -score, "feature {}", i + 1);
+        for j in 0..h {
+            assert_eq!(
+                with[0].w[i * width + j],
+                own[0].w[i * h + j],
+                "kept, feature {}",
+                i + 1
+            );
+        }
+    }
+    assert_eq!(with[1].w[h..], [10.0, -10.0]);
+    // The reference model chooses otherwise with EASY, as before without.
+    let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
+    let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
+    let window = slurp_sim::Window {
+        start: 500,
+        len: 1024,
+    };
+    let order = |m: &std::sync::Arc<slurp_fair::Model>, easy: bool| {
+        slurp_fair::rollout::replay(m, &workload, window, easy, None)
+            .unwrap()
+            .order
+    };
+    assert_eq!(order(&e10, false), order(&start, false));
+    assert_ne!(order(&e10, true), order(&start, true));
+}
+
 /// The trainer's judging tools (`cells.py`, `history.py`) pass slurp's
 /// own refusal on — its message and exit status, not a Python traceback —
 /// refuse `--jobs` where the workloads are fixed, and generate traces of

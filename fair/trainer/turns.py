@@ -20,6 +20,18 @@ the model then sees v5, and its networks for committed choices keep seeing what 
 `--network slurp-easy` writes that network with the score as the model's network for slurp's
 model under EASY alone (`slurp.easy`, seeing v5; real `+easy` runs use it), and leaves the
 model's own, which then serves only runs without backfilling, as it is.
+`--network committed-easy` gives the score to the model's network for the reference model's
+choices under EASY (`slurp.committed.easy`; its network for committed choices where it has
+none for EASY alone).
+
+A network that already sees v5 keeps its feature-1 weights (they weigh the user's place in
+turns already); one that saw v4 has them zeroed, as above.
+
+`--within area` changes which of the first user's jobs the score starts: `10·f1 − (f2 + f8)`,
+the fewest core-seconds asked for (features 2 and 8 are the logarithms of the estimate and the
+width against the shown jobs' geometric means), where `fairshare` starts the earliest. Fair-share
+turns with that order inside a user is one of the hand-written rules of
+`sim/examples/turns_within.rs` (stdlib/policies/MODEL_CARD.md, v13).
 
 Needs the `onnx` Python package.
 """
@@ -33,6 +45,13 @@ from onnx import numpy_helper
 
 FEATURES = 9
 COMMITTED = ("slurp.committed", "slurp.committed.easy")
+# The score through v5 (features 1-9, zero-based here) for each order inside the first user's
+# jobs: feature 1 (the place in turns, 1 for the first user, at most 1/2 for any other) at 10
+# outweighs what the others add, ±2 at most.
+WITHIN = {
+    "earliest": {0: 10.0, 3: 1.0},
+    "area": {0: 10.0, 1: -1.0, 7: -1.0},
+}
 
 
 def put(model, props, key, value):
@@ -43,19 +62,22 @@ def put(model, props, key, value):
     props[key].value = value
 
 
-def with_score(w0, b0, w1, beta):
-    """The layers with feature 1's weights zeroed and `beta x (10 f1 + f4)` as two more units."""
+def with_score(w0, b0, w1, beta, within="earliest", saw="v4"):
+    """The layers plus `beta x` the score as two more units, feature 1's weights zeroed where the
+    network saw v4's feature 1 (the width's share of the instance)."""
     w0 = w0.copy()
-    w0[0, :] = 0.0
+    if saw != "v5":
+        w0[0, :] = 0.0
     score = np.zeros(FEATURES)
-    score[0], score[3] = 10.0, 1.0
+    for i, weight in WITHIN[within].items():
+        score[i] = weight
     w0 = np.concatenate([w0, score[:, None], -score[:, None]], 1)
     b0 = np.concatenate([b0, [0.0, 0.0]])
     w1 = np.concatenate([w1, [[beta], [-beta]]], 0)
     return w0, b0, w1
 
 
-def slurp_network(model, beta, easy_only):
+def slurp_network(model, beta, easy_only, within):
     """Gives the model's own network the score (or writes it so as its network for slurp's
     model under EASY); returns its new hidden width."""
     props = {p.key: p for p in model.metadata_props}
@@ -67,7 +89,7 @@ def slurp_network(model, beta, easy_only):
     if missing:
         raise SystemExit(f"the model's network is not one hidden layer (no {sorted(missing)})")
     arrays = [numpy_helper.to_array(init[name]).astype(np.float64) for name in ("w0", "b0", "w1")]
-    w0, b0, w1 = with_score(*arrays, beta)
+    w0, b0, w1 = with_score(*arrays, beta, within, seen)
     if easy_only:
         b1 = numpy_helper.to_array(init["b1"]).astype(np.float64)
         put(model, props, "slurp.easy", json.dumps([
@@ -91,25 +113,35 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--beta", type=float, default=30.0,
                     help="the weight of fairshare's score against the network's own logits")
-    ap.add_argument("--network", choices=("committed", "slurp", "slurp-easy"),
+    ap.add_argument("--network", choices=("committed", "committed-easy", "slurp", "slurp-easy"),
                     default="committed",
                     help="which network gets the score: the one for committed choices "
-                         "(the reference model), the model's own (slurp's model, real runs), "
-                         "or a copy of it for slurp's model under EASY alone")
+                         "(the reference model), the one for them under EASY, the model's own "
+                         "(slurp's model, real runs), or a copy of it for slurp's model under "
+                         "EASY alone")
+    ap.add_argument("--within", choices=sorted(WITHIN), default="earliest",
+                    help="which of the first user's jobs the score starts: the earliest "
+                         "(fairshare's choice) or the fewest core-seconds asked for")
     args = ap.parse_args()
     model = onnx.load(args.model)
     if args.network in ("slurp", "slurp-easy"):
         easy = args.network == "slurp-easy"
-        width = slurp_network(model, args.beta, easy)
+        width = slurp_network(model, args.beta, easy, args.within)
         onnx.save(model, args.out)
         which = "its network for slurp's model under EASY" if easy else "its own network"
         print(f"wrote {args.out}: {which} 9 -> {width} -> 1 seeing v5, "
-              f"fairshare's score at weight {args.beta}")
+              f"the score ({args.within} first) at weight {args.beta}")
         return
     props = {p.key: p for p in model.metadata_props}
     if "slurp.committed" not in props:
         raise SystemExit(f"{args.model}: no network for committed choices (slurp.committed)")
-    layers = json.loads(props["slurp.committed"].value)
+    key = "slurp.committed"
+    if args.network == "committed-easy" and "slurp.committed.easy" in props:
+        key = "slurp.committed.easy"
+    saw = props.get(key + ".observation", props["slurp.observation"]).value
+    if saw not in ("v4", "v5"):
+        raise SystemExit(f"{args.model}: {key} sees {saw}; its feature 1 must be v4's or v5's")
+    layers = json.loads(props[key].value)
     if len(layers) != 2:
         raise SystemExit(f"{args.model}: its committed network has {len(layers) - 1} hidden "
                          "layers; this adds to a network of one")
@@ -117,15 +149,19 @@ def main():
     b0 = np.array(layers[0]["b"], dtype=np.float64)
     w1 = np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1)
     b1 = np.array(layers[1]["b"], dtype=np.float64)
-    w0, b0, w1 = with_score(w0, b0, w1, args.beta)
-    props["slurp.committed"].value = json.dumps([
+    w0, b0, w1 = with_score(w0, b0, w1, args.beta, args.within, saw)
+    out = "slurp.committed.easy" if args.network == "committed-easy" else "slurp.committed"
+    if out != key and key + ".observation" not in props:
+        # The network for committed choices keeps seeing what it saw.
+        put(model, props, key + ".observation", saw)
+    put(model, props, out, json.dumps([
         {"w": w0.ravel().tolist(), "b": b0.tolist()},
         {"w": w1.ravel().tolist(), "b": b1.tolist()},
-    ])
-    put(model, props, "slurp.committed.observation", "v5")
+    ]))
+    put(model, props, out + ".observation", "v5")
     onnx.save(model, args.out)
-    print(f"wrote {args.out}: committed network 9 -> {w0.shape[1]} -> 1 seeing v5, "
-          f"fairshare's score at weight {args.beta}")
+    print(f"wrote {args.out}: {out} 9 -> {w0.shape[1]} -> 1 seeing v5, "
+          f"the score ({args.within} first) at weight {args.beta}")
 
 
 if __name__ == "__main__":

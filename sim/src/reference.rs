@@ -189,13 +189,32 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
     })
 }
 
-/// `fairshare` in the reference model: the runtime core's fair-share
-/// state ([`FairShare`]) told, before each decision, what arrived, started
-/// and ended (at its own end, start + run) since the last one; it names the
-/// job to start or wait for. A job is charged the processors it asked for.
+/// `fairshare` in the reference model: the first user's earliest job
+/// ([`FairShare::head`]) at each decision.
 fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
+    run_with_shares(workload, window, backfill, |d, shares| {
+        shares.head(ms(d.now)).unwrap_or(d.queue[0])
+    })
+}
+
+fn ms(secs: u64) -> Time {
+    Time(secs.saturating_mul(1000))
+}
+
+/// Replays `window` with the reference model, `choose` picking as in
+/// [`run_choosing`] but also shown the runtime core's fair-share state
+/// ([`FairShare`]), told before each decision what arrived, started and
+/// ended (at its own end, start + run) since the last one. A job is
+/// charged the processors it asked for. `fairshare` is one such chooser;
+/// rules that order users as it does but a user's jobs otherwise are
+/// others (`sim/examples/turns_within.rs`).
+pub fn run_with_shares(
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+    mut choose: impl FnMut(&mut Decision<'_>, &FairShare) -> u32,
+) -> Schedule {
     let jobs = &workload.jobs[window.range()];
-    let ms = |secs: u64| Time(secs.saturating_mul(1000));
     let mut shares = FairShare::new(HALF_LIFE);
     let mut known = vec![false; jobs.len()];
     let mut told_started = 0;
@@ -232,7 +251,7 @@ fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
             }
         }
         seen = seen.max(arrived);
-        shares.head(ms(d.now)).unwrap_or(d.queue[0])
+        choose(d, &shares)
     })
 }
 

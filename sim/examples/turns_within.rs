@@ -1,0 +1,324 @@
+//! Hand-written rules against the judge's heuristics, in the reference
+//! model: is the learned policy's edge something a two-line rule has?
+//!
+//! ```text
+//! cargo build --release -p slurp-sim --example turns_within
+//! cd ../shared/traces && $REPO/target/release/examples/turns_within \
+//!     gen:mid:4 gen:quiet:40 RICC-2010-2.swf.xz,..75%,3
+//! ```
+//!
+//! A workload is `gen:FAMILY:SEED[:JOBS]` or `PATH[,SPAN[,MIN_BSLD]]`
+//! (`slurp policy judge`'s `--within` and `--min-bsld`). Each is replayed
+//! on the judge's windows (50 of 1,024 jobs, seed 12345), without and with
+//! EASY, by FCFS, SJF, F1 and `fairshare`, and by three families of rules:
+//!
+//! - **fair-share turns, another order inside a user** (`turns+f1`,
+//!   `turns+sjf`, `turns+area`, `turns+narrow`, `turns+xfactor`): the user
+//!   `fairshare` serves first, as it does, but of that user's queued jobs
+//!   the first by F1's score, the shortest estimate, the least
+//!   cores × estimate, the narrowest, or the largest slowdown so far —
+//!   where `fairshare` itself starts the earliest;
+//! - **the largest slowdown so far, held back by turns** (`xfactor+turnsK`):
+//!   the job with the least `K·p/U − log10(x)`, `x = (w + r)/max(r, 10)`
+//!   its bounded slowdown if it started now, `p` its user's place in turns
+//!   among the `U` users queued (K = 0: largest slowdown first);
+//! - **the worst user first** (`worst-user`): the user whose mean bounded
+//!   slowdown would be highest if every queued job started now (running
+//!   jobs counted at their estimate), that user's job first by F1.
+//!
+//! It prints each heuristic's and rule's worst user's mean bounded
+//! slowdown ÷ the fairest heuristic's (its average ÷ the best heuristic
+//! average in brackets) per cell, and then per rule and backfilling the judge's counts: cells won
+//! (at least 1% below every heuristic), held (at most 1% above the best),
+//! averages within 1.1× the best, the geometric mean of the ratio and the
+//! worst cell. The learned models' counts on the same cells come from
+//! `slurp policy judge` (stdlib/policies/MODEL_CARD.md, v13).
+
+use std::collections::{BTreeMap, HashMap};
+
+use slurp_runtime::core::{FairShare, Order, Time};
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::metrics::bounded_slowdown;
+use slurp_sim::reference::{self, Decision};
+use slurp_sim::window::Draw;
+use slurp_sim::{Machine, Metrics, Model, Schedule, SimJob, Summary, Window, Workload};
+
+/// How a rule orders the first user's jobs.
+#[derive(Debug, Clone, Copy)]
+enum Inside {
+    F1,
+    Sjf,
+    Area,
+    Narrow,
+    Xfactor,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    Turns(Inside),
+    XfactorTurns(f64),
+    WorstUser,
+}
+
+impl Rule {
+    const ALL: [Rule; 11] = [
+        Rule::Turns(Inside::F1),
+        Rule::Turns(Inside::Sjf),
+        Rule::Turns(Inside::Area),
+        Rule::Turns(Inside::Narrow),
+        Rule::Turns(Inside::Xfactor),
+        Rule::XfactorTurns(0.0),
+        Rule::XfactorTurns(1.0),
+        Rule::XfactorTurns(2.0),
+        Rule::XfactorTurns(4.0),
+        Rule::XfactorTurns(8.0),
+        Rule::WorstUser,
+    ];
+
+    fn name(self) -> String {
+        match self {
+            Rule::Turns(inside) => format!("turns+{}", format!("{inside:?}").to_lowercase()),
+            Rule::XfactorTurns(k) => format!("xfactor+turns{k}"),
+            Rule::WorstUser => "worst-user".into(),
+        }
+    }
+}
+
+/// F1's score (lower first), as the reference computes it.
+fn f1(job: &SimJob) -> f64 {
+    let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
+    positive(job.estimate as f64).log10() * job.procs as f64
+        + 870.0 * positive(job.submit as f64).log10()
+}
+
+/// The bounded slowdown `job` would have if it started at `now` and ran
+/// to its estimate.
+fn xfactor(job: &SimJob, now: u64) -> f64 {
+    bounded_slowdown(now.saturating_sub(job.submit), job.estimate)
+}
+
+/// Each queued user's place in fair-share turns (0 first; users of equal
+/// usage share a place), and how many users are queued.
+fn turns(d: &Decision<'_>, shares: &FairShare) -> (HashMap<u32, usize>, usize) {
+    let snapshot = shares.at(Time(d.now.saturating_mul(1000)));
+    let mut users: Vec<(f64, u32)> = d
+        .queue
+        .iter()
+        .map(|&j| d.jobs[j as usize].account())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|a| (snapshot.rank(a), a))
+        .collect();
+    users.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut places = HashMap::new();
+    let mut place = 0;
+    for (i, &(usage, a)) in users.iter().enumerate() {
+        if i > 0 && usage > users[i - 1].0 {
+            place = i;
+        }
+        places.insert(a, place);
+    }
+    (places, users.len())
+}
+
+/// The queued job with the least `key` (ties: the earliest).
+fn least(d: &Decision<'_>, only: impl Fn(u32) -> bool, key: impl Fn(&SimJob) -> f64) -> u32 {
+    d.queue
+        .iter()
+        .copied()
+        .filter(|&j| only(j))
+        .min_by(|&a, &b| {
+            key(&d.jobs[a as usize])
+                .total_cmp(&key(&d.jobs[b as usize]))
+                .then(a.cmp(&b))
+        })
+        .unwrap_or(d.queue[0])
+}
+
+fn replay(rule: Rule, workload: &Workload, window: Window, backfill: bool) -> Schedule {
+    match rule {
+        Rule::Turns(inside) => reference::run_with_shares(workload, window, backfill, |d, s| {
+            let (places, _) = turns(d, s);
+            let place = |j: u32| places[&d.jobs[j as usize].account()];
+            let first = d.queue.iter().map(|&j| place(j)).min().unwrap_or(0);
+            let now = d.now;
+            least(
+                d,
+                |j| place(j) == first,
+                |job| match inside {
+                    Inside::F1 => f1(job),
+                    Inside::Sjf => job.estimate as f64,
+                    Inside::Area => job.procs as f64 * job.estimate as f64,
+                    Inside::Narrow => job.procs as f64,
+                    Inside::Xfactor => -xfactor(job, now),
+                },
+            )
+        }),
+        Rule::XfactorTurns(k) => reference::run_with_shares(workload, window, backfill, |d, s| {
+            let (places, users) = turns(d, s);
+            let now = d.now;
+            least(
+                d,
+                |_| true,
+                |job| {
+                    k * places[&job.account()] as f64 / users.max(1) as f64
+                        - xfactor(job, now).log10()
+                },
+            )
+        }),
+        Rule::WorstUser => reference::run_choosing(workload, window, backfill, |d| {
+            let now = d.now;
+            let mut users: HashMap<i64, (f64, u32)> = HashMap::new();
+            let mut count = |user: i64, b: f64| {
+                let u = users.entry(user).or_default();
+                u.0 += b;
+                u.1 += 1;
+            };
+            for &j in d.started {
+                let job = &d.jobs[j as usize];
+                let start = d.starts[j as usize];
+                let wait = start.saturating_sub(job.submit);
+                // Ended: its slowdown is known; running: at its estimate.
+                let ran = if start + job.run <= now {
+                    job.run
+                } else {
+                    job.estimate
+                };
+                count(job.user, bounded_slowdown(wait, ran));
+            }
+            for &j in d.queue.iter() {
+                let job = &d.jobs[j as usize];
+                count(job.user, xfactor(job, now));
+            }
+            let mean = |u: i64| users.get(&u).map_or(0.0, |&(s, n)| s / n as f64);
+            let worst = d
+                .queue
+                .iter()
+                .map(|&j| d.jobs[j as usize].user)
+                .max_by(|a, b| mean(*a).total_cmp(&mean(*b)))
+                .unwrap_or(-1);
+            least(d, |j| d.jobs[j as usize].user == worst, f1)
+        }),
+    }
+}
+
+/// A workload and the judge's windows of it.
+fn load(spec: &str) -> Result<(Workload, Vec<Window>), String> {
+    let mut draw = Draw {
+        count: 50,
+        len: 1024,
+        seed: 12345,
+        within: None,
+        min_bsld: 0.0,
+    };
+    let mut parts = spec.split(',');
+    let head = parts.next().unwrap_or_default();
+    let trace = match head.strip_prefix("gen:") {
+        Some(rest) => {
+            let mut p = rest.split(':');
+            let family: Family = p.next().unwrap_or_default().parse()?;
+            let number = |t: Option<&str>, default: u64| {
+                t.map_or(Ok(default), |t| {
+                    t.parse::<u64>()
+                        .map_err(|_| format!("`{spec}`: `{t}` is not a number"))
+                })
+            };
+            let seed = number(p.next(), 0)?;
+            let jobs = number(p.next(), 10_000)? as usize;
+            generate(&family.spec(jobs), seed)
+        }
+        None => {
+            slurp_trace::read(std::path::Path::new(head)).map_err(|e| format!("{head}: {e}"))?
+        }
+    };
+    let machine = Machine::of(&trace).ok_or_else(|| format!("{head}: no MaxProcs or MaxNodes"))?;
+    let workload = Workload::new(&trace, machine);
+    if let Some(span) = parts.next() {
+        draw.within = Some(Window::parse_span(span, workload.jobs.len())?);
+    }
+    if let Some(min) = parts.next() {
+        draw.min_bsld = min
+            .parse()
+            .map_err(|_| format!("`{spec}`: `{min}` is not a number"))?;
+    }
+    let windows = draw.windows(&workload, |_| true)?;
+    Ok((workload, windows))
+}
+
+fn main() {
+    let specs: Vec<String> = std::env::args().skip(1).collect();
+    if specs.is_empty() {
+        eprintln!(
+            "usage: turns_within WORKLOAD... (gen:FAMILY:SEED[:JOBS] or PATH[,SPAN[,MIN_BSLD]])"
+        );
+        std::process::exit(2);
+    }
+    // (rule, backfill) -> each cell's (worst-user ratio, average ratio).
+    let mut tally: BTreeMap<(String, bool), Vec<(f64, f64)>> = BTreeMap::new();
+    for spec in &specs {
+        let (workload, windows) = match load(spec) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        };
+        for backfill in [false, true] {
+            let of = |schedule: &dyn Fn(Window) -> Schedule| {
+                let metrics: Vec<Metrics> = windows
+                    .iter()
+                    .map(|&w| Metrics::of(&workload, &schedule(w), Model::Reference))
+                    .collect();
+                Summary::of(&metrics)
+            };
+            let rivals: Vec<Summary> = [Order::Fcfs, Order::Sjf, Order::F1, Order::Fairshare]
+                .into_iter()
+                .map(|order| of(&|w| reference::run(&workload, w, order, backfill)))
+                .collect();
+            let fairest = rivals
+                .iter()
+                .map(|s| s.worst_user_bounded_slowdown)
+                .fold(f64::INFINITY, f64::min);
+            let best_average = rivals
+                .iter()
+                .map(|s| s.avg_bounded_slowdown)
+                .fold(f64::INFINITY, f64::min);
+            let mut line = format!("{spec} {}", if backfill { "easy" } else { "none" });
+            for (order, s) in ["fcfs", "sjf", "f1", "fairshare"].iter().zip(&rivals) {
+                line += &format!(
+                    " | {order} {:.3} ({:.2})",
+                    s.worst_user_bounded_slowdown / fairest.max(f64::MIN_POSITIVE),
+                    s.avg_bounded_slowdown / best_average.max(f64::MIN_POSITIVE)
+                );
+            }
+            for rule in Rule::ALL {
+                let s = of(&|w| replay(rule, &workload, w, backfill));
+                let ratios = (
+                    s.worst_user_bounded_slowdown / fairest.max(f64::MIN_POSITIVE),
+                    s.avg_bounded_slowdown / best_average.max(f64::MIN_POSITIVE),
+                );
+                line += &format!(" | {} {:.3} ({:.2})", rule.name(), ratios.0, ratios.1);
+                tally
+                    .entry((rule.name(), backfill))
+                    .or_default()
+                    .push(ratios);
+            }
+            println!("{line}");
+        }
+    }
+    println!(
+        "\nrule, backfilling: won / held / averages within 1.1x of {} cells, geometric mean, worst",
+        specs.len()
+    );
+    for ((rule, backfill), cells) in &tally {
+        let won = cells.iter().filter(|c| c.0 <= 0.99).count();
+        let held = cells.iter().filter(|c| c.0 <= 1.01).count();
+        let averages = cells.iter().filter(|c| c.1 <= 1.1).count();
+        let geo = (cells.iter().map(|c| c.0.ln()).sum::<f64>() / cells.len() as f64).exp();
+        let worst = cells.iter().map(|c| c.0).fold(0.0, f64::max);
+        println!(
+            "{rule:18} {:4} {won:2} / {held:2} / {averages:2}  {geo:.3}  {worst:.2}",
+            if *backfill { "easy" } else { "none" }
+        );
+    }
+}
