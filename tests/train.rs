@@ -2,6 +2,8 @@
 //! slurp itself, or with the PyTorch trainer built into the binary.
 
 mod common;
+use std::sync::Arc;
+
 use common::Test;
 use slurp_fair::Sight;
 
@@ -483,21 +485,73 @@ fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     assert_eq!(mix.layers(), v7.layers());
 }
 
+/// `turns.py START OUT ARGS`, and START and OUT loaded (`None`: skipped,
+/// the tool's Python packages are missing).
+fn turns_tool(
+    start: &std::path::Path,
+    args: &[&str],
+) -> Option<(Arc<slurp_fair::Model>, Arc<slurp_fair::Model>)> {
+    let test = Test::new();
+    let out = test.path().join("out.onnx");
+    let args: Vec<&std::ffi::OsStr> = [start.as_os_str(), out.as_os_str()]
+        .into_iter()
+        .chain(args.iter().map(std::ffi::OsStr::new))
+        .collect();
+    if !model_tool("turns.py", &args) {
+        return None;
+    }
+    let load = |p: &std::path::Path| Arc::new(slurp_fair::Model::load(p, None).unwrap());
+    Some((load(start), load(&out)))
+}
+
+/// `with` is `own` plus `beta` x `score` (by feature) as two more hidden
+/// units (`relu(s) - relu(-s)`), `own`'s feature-1 weights zeroed unless
+/// `keeps_feature_1`.
+fn has_score_units(
+    own: &[slurp_fair::export::Dense],
+    with: &[slurp_fair::export::Dense],
+    score: [f32; slurp_fair::FEATURES],
+    beta: f32,
+    keeps_feature_1: bool,
+) {
+    let (h, width) = (own[0].b.len(), with[0].b.len());
+    assert_eq!(width, h + 2);
+    for (i, &weight) in score.iter().enumerate() {
+        assert_eq!(with[0].w[i * width + h], weight, "feature {}", i + 1);
+        assert_eq!(with[0].w[i * width + h + 1], -weight, "feature {}", i + 1);
+        for j in 0..h {
+            let kept = if i == 0 && !keeps_feature_1 {
+                0.0
+            } else {
+                own[0].w[i * h + j]
+            };
+            assert_eq!(with[0].w[i * width + j], kept, "feature {}", i + 1);
+        }
+    }
+    assert_eq!(with[1].w[h..], [beta, -beta]);
+    assert_eq!(with[1].w[..h], own[1].w[..]);
+}
+
+/// A window of a generated workload for comparing two models' choices.
+fn mid_window() -> (slurp_sim::Workload, slurp_sim::Window) {
+    let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
+    let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
+    (
+        workload,
+        slurp_sim::Window {
+            start: 500,
+            len: 1024,
+        },
+    )
+}
+
 #[test]
 fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
-    let repo = common::repo();
-    let fair_v4 = repo.join("stdlib/policies/fair-v4.onnx");
-    let test = Test::new();
-    let out = test.path().join("e20.onnx");
-    let args = ["--network", "slurp-easy", "--beta", "20"].map(std::ffi::OsStr::new);
-    if !model_tool(
-        "turns.py",
-        &[[fair_v4.as_ref(), out.as_ref()].as_slice(), &args].concat(),
-    ) {
+    let fair_v4 = common::repo().join("stdlib/policies/fair-v4.onnx");
+    let Some((start, e20)) = turns_tool(&fair_v4, &["--network", "slurp-easy", "--beta", "20"])
+    else {
         return;
-    }
-    let load = |p: &std::path::Path| std::sync::Arc::new(slurp_fair::Model::load(p, None).unwrap());
-    let (start, e20) = (load(&fair_v4), load(&out));
+    };
     // The model's own network and its network for committed choices are
     // fair-v4's, seeing what they saw.
     assert_eq!(e20.layers(), start.layers());
@@ -510,28 +564,18 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
         .slurp_easy()
         .expect("a network for slurp's model under EASY");
     assert_eq!(easy.sight, Sight::V5);
-    let (own, with) = (start.layers().unwrap(), easy.layers().unwrap());
-    let (h, width) = (own[0].b.len(), with[0].b.len());
-    assert_eq!(width, h + 2);
-    for i in 0..slurp_fair::FEATURES {
-        let score = [10.0, 0.0, 0.0, 1.0].get(i).copied().unwrap_or(0.0);
-        assert_eq!(with[0].w[i * width + h], score, "feature {}", i + 1);
-        assert_eq!(with[0].w[i * width + h + 1], -score, "feature {}", i + 1);
-        for j in 0..h {
-            let kept = if i == 0 { 0.0 } else { own[0].w[i * h + j] };
-            assert_eq!(with[0].w[i * width + j], kept);
-        }
-    }
-    assert_eq!(with[1].w[h..], [20.0, -20.0]);
-    assert_eq!(with[1].w[..h], own[1].w[..]);
+    let mut score = [0.0; slurp_fair::FEATURES];
+    (score[0], score[3]) = (10.0, 1.0);
+    has_score_units(
+        &start.layers().unwrap(),
+        &easy.layers().unwrap(),
+        score,
+        20.0,
+        false,
+    );
     // So slurp's model chooses otherwise with EASY, as before without.
-    let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
-    let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
-    let window = slurp_sim::Window {
-        start: 500,
-        len: 1024,
-    };
-    let order = |m: &std::sync::Arc<slurp_fair::Model>, easy: bool| {
+    let (workload, window) = mid_window();
+    let order = |m: &Arc<slurp_fair::Model>, easy: bool| {
         slurp_fair::chooser::replay(m.clone(), &workload, window, easy, None)
             .unwrap()
             .order
@@ -544,12 +588,9 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
 fn turns_gives_the_easy_committed_network_the_area_order_and_keeps_its_turns() {
     // v7's network for the reference model's choices under EASY already
     // sees v5: its feature-1 weights (the user's place in turns) stay, and
-    // 10 * (10 f1 - f2 - f8) comes as two more units; its network without
+    // 10 x (10 f1 - f2 - f8) comes as two more units; its network without
     // backfilling and its own network are left as they were.
-    let repo = common::repo();
-    let v7 = repo.join("fair/trainer/runs/v7-validated-e1.onnx");
-    let test = Test::new();
-    let out = test.path().join("e10.onnx");
+    let v7 = common::repo().join("fair/trainer/runs/v7-validated-e1.onnx");
     let args = [
         "--network",
         "committed-easy",
@@ -557,51 +598,20 @@ fn turns_gives_the_easy_committed_network_the_area_order_and_keeps_its_turns() {
         "area",
         "--beta",
         "10",
-    ]
-    .map(std::ffi::OsStr::new);
-    if !model_tool(
-        "turns.py",
-        &[[v7.as_ref(), out.as_ref()].as_slice(), &args].concat(),
-    ) {
+    ];
+    let Some((start, e10)) = turns_tool(&v7, &args) else {
         return;
-    }
-    let load = |p: &std::path::Path| std::sync::Arc::new(slurp_fair::Model::load(p, None).unwrap());
-    let (start, e10) = (load(&v7), load(&out));
+    };
     assert_eq!(e10.layers(), start.layers());
     assert_eq!(e10.committed_layers(false), start.committed_layers(false));
     assert_eq!(e10.committed(true).sight, Sight::V5);
-    let (own, with) = (
-        start.committed_layers(true).unwrap(),
-        e10.committed_layers(true).unwrap(),
-    );
-    let (h, width) = (own[0].b.len(), with[0].b.len());
-    assert_eq!(width, h + 2);
-    for i in 0..slurp_fair::FEATURES {
-        let score = match i {
-            0 => 10.0,
-            1 | 7 => -1.0,
-            _ => 0.0,
-        };
-        assert_eq!(with[0].w[i * width + h], score, "feature {}", i + 1);
-        assert_eq!(with[0].w[i * width + h + 1], -score, "feature {}", i + 1);
-        for j in 0..h {
-            assert_eq!(
-                with[0].w[i * width + j],
-                own[0].w[i * h + j],
-                "kept, feature {}",
-                i + 1
-            );
-        }
-    }
-    assert_eq!(with[1].w[h..], [10.0, -10.0]);
+    let mut score = [0.0; slurp_fair::FEATURES];
+    (score[0], score[1], score[7]) = (10.0, -1.0, -1.0);
+    let (own, with) = (start.committed_layers(true), e10.committed_layers(true));
+    has_score_units(&own.unwrap(), &with.unwrap(), score, 10.0, true);
     // The reference model chooses otherwise with EASY, as before without.
-    let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
-    let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
-    let window = slurp_sim::Window {
-        start: 500,
-        len: 1024,
-    };
-    let order = |m: &std::sync::Arc<slurp_fair::Model>, easy: bool| {
+    let (workload, window) = mid_window();
+    let order = |m: &Arc<slurp_fair::Model>, easy: bool| {
         slurp_fair::rollout::replay(m, &workload, window, easy, None)
             .unwrap()
             .order
