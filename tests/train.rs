@@ -532,18 +532,35 @@ fn has_score_units(
     assert_eq!(with[1].w[..h], own[1].w[..]);
 }
 
-/// A window of a generated workload for comparing two models' choices.
-fn mid_window() -> (slurp_sim::Workload, slurp_sim::Window) {
+/// The order in which `m` starts the jobs of a window of a generated
+/// workload, in slurp's model or the reference model (greedy), with or
+/// without EASY: two models' choices compared.
+fn starts(m: &Arc<slurp_fair::Model>, reference: bool, easy: bool) -> Vec<u32> {
     let trace = slurp_sim::generate::generate(&slurp_sim::generate::Family::Mid.spec(2000), 2);
     let workload = slurp_sim::Workload::new(&trace, slurp_sim::Machine::of(&trace).unwrap());
-    (
-        workload,
-        slurp_sim::Window {
-            start: 500,
-            len: 1024,
-        },
-    )
+    let window = slurp_sim::Window {
+        start: 500,
+        len: 1024,
+    };
+    let schedule = if reference {
+        slurp_fair::rollout::replay(m, &workload, window, easy, None)
+    } else {
+        slurp_fair::chooser::replay(m.clone(), &workload, window, easy, None)
+    };
+    schedule.unwrap().order
 }
+
+/// `turns.py`'s options for the rule's score (fewest core-seconds first
+/// inside the first user's jobs) in the network for committed choices
+/// under EASY.
+const AREA_FOR_EASY: [&str; 6] = [
+    "--network",
+    "committed-easy",
+    "--within",
+    "area",
+    "--beta",
+    "10",
+];
 
 #[test]
 fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
@@ -574,14 +591,8 @@ fn turns_gives_slurps_network_under_easy_fairshares_score_and_keeps_the_rest() {
         false,
     );
     // So slurp's model chooses otherwise with EASY, as before without.
-    let (workload, window) = mid_window();
-    let order = |m: &Arc<slurp_fair::Model>, easy: bool| {
-        slurp_fair::chooser::replay(m.clone(), &workload, window, easy, None)
-            .unwrap()
-            .order
-    };
-    assert_eq!(order(&e20, false), order(&start, false));
-    assert_ne!(order(&e20, true), order(&start, true));
+    assert_eq!(starts(&e20, false, false), starts(&start, false, false));
+    assert_ne!(starts(&e20, false, true), starts(&start, false, true));
 }
 
 #[test]
@@ -591,15 +602,7 @@ fn turns_gives_the_easy_committed_network_the_area_order_and_keeps_its_turns() {
     // 10 x (10 f1 - f2 - f8) comes as two more units; its network without
     // backfilling and its own network are left as they were.
     let v7 = common::repo().join("fair/trainer/runs/v7-validated-e1.onnx");
-    let args = [
-        "--network",
-        "committed-easy",
-        "--within",
-        "area",
-        "--beta",
-        "10",
-    ];
-    let Some((start, e10)) = turns_tool(&v7, &args) else {
+    let Some((start, e10)) = turns_tool(&v7, &AREA_FOR_EASY) else {
         return;
     };
     assert_eq!(e10.layers(), start.layers());
@@ -610,14 +613,41 @@ fn turns_gives_the_easy_committed_network_the_area_order_and_keeps_its_turns() {
     let (own, with) = (start.committed_layers(true), e10.committed_layers(true));
     has_score_units(&own.unwrap(), &with.unwrap(), score, 10.0, true);
     // The reference model chooses otherwise with EASY, as before without.
-    let (workload, window) = mid_window();
-    let order = |m: &Arc<slurp_fair::Model>, easy: bool| {
-        slurp_fair::rollout::replay(m, &workload, window, easy, None)
-            .unwrap()
-            .order
+    assert_eq!(starts(&e10, true, false), starts(&start, true, false));
+    assert_ne!(starts(&e10, true, true), starts(&start, true, true));
+}
+
+#[test]
+fn turns_can_give_the_rule_alone_with_a_rescue_for_the_job_furthest_behind() {
+    // `--alone`: v7's own units weigh nothing; `--rescue 100`: one more
+    // unit, 1000 x relu(f3 - log10(100)/3), f3 the job's slowdown so far
+    // on a log scale. Without the rescue the rule alone chooses otherwise.
+    let v7 = common::repo().join("fair/trainer/runs/v7-validated-e1.onnx");
+    let rule = [AREA_FOR_EASY.as_slice(), &["--alone"]].concat();
+    let rescued = [rule.as_slice(), &["--rescue", "100"]].concat();
+    let (Some((start, alone)), Some((_, with))) =
+        (turns_tool(&v7, &rule), turns_tool(&v7, &rescued))
+    else {
+        return;
     };
-    assert_eq!(order(&e10, false), order(&start, false));
-    assert_ne!(order(&e10, true), order(&start, true));
+    let (own, layers) = (
+        start.committed_layers(true).unwrap(),
+        with.committed_layers(true).unwrap(),
+    );
+    let (h, width) = (own[0].b.len(), layers[0].b.len());
+    assert_eq!(width, h + 3);
+    assert!(
+        layers[1].w[..h].iter().all(|&w| w == 0.0),
+        "own units weigh nothing"
+    );
+    assert_eq!(layers[1].b, [0.0]);
+    assert_eq!(layers[1].w[h..], [10.0, -10.0, 1000.0]);
+    for i in 0..slurp_fair::FEATURES {
+        let weight = if i == 2 { 1.0 } else { 0.0 };
+        assert_eq!(layers[0].w[i * width + h + 2], weight, "feature {}", i + 1);
+    }
+    assert!((layers[0].b[h + 2] + 2.0 / 3.0).abs() < 1e-6);
+    assert_ne!(starts(&with, true, true), starts(&alone, true, true));
 }
 
 /// The trainer's judging tools (`cells.py`, `history.py`) pass slurp's

@@ -31,7 +31,9 @@ turns already); one that saw v4 has them zeroed, as above.
 the fewest core-seconds asked for (features 2 and 8 are the logarithms of the estimate and the
 width against the shown jobs' geometric means), where `fairshare` starts the earliest. Fair-share
 turns with that order inside a user is one of the hand-written rules of
-`sim/examples/turns_within.rs` (stdlib/policies/MODEL_CARD.md, v13).
+`fair/examples/turns_within.rs` (stdlib/policies/MODEL_CARD.md, v13). `--rescue X` adds that
+example's rescue (a job whose slowdown so far is above X first), and `--alone` leaves the
+network's own units out, so that the rule alone decides.
 
 Needs the `onnx` Python package.
 """
@@ -48,6 +50,9 @@ COMMITTED = ("slurp.committed", "slurp.committed.easy")
 # The score through v5 (features 1-9, zero-based here) for each order inside the first user's
 # jobs: feature 1 (the place in turns, 1 for the first user, at most 1/2 for any other) at 10
 # outweighs what the others add, ±2 at most.
+# A rescued job's lead over the score's: at twice the bound already 100, the most the score
+# adds at weight 10.
+RESCUE_WEIGHT = 1000.0
 WITHIN = {
     "earliest": {0: 10.0, 3: 1.0},
     "area": {0: 10.0, 1: -1.0, 7: -1.0},
@@ -62,10 +67,14 @@ def put(model, props, key, value):
     props[key].value = value
 
 
-def with_score(w0, b0, w1, beta, within="earliest", saw="v4"):
+def with_score(w0, b0, w1, beta, within="earliest", saw="v4", rescue=None, alone=False):
     """The layers plus `beta x` the score as two more units, feature 1's weights zeroed where the
-    network saw v4's feature 1 (the width's share of the instance)."""
+    network saw v4's feature 1 (the width's share of the instance); with `rescue` X one more unit,
+    `RESCUE_WEIGHT x relu(f3 - log10(X)/3)`: above X, a job's slowdown so far (feature 3 is its
+    logarithm over 3, at most 1) outweighs the rest; with `alone` the network's own units weigh
+    nothing."""
     w0 = w0.copy()
+    w1 = w1 * (0.0 if alone else 1.0)
     if saw != "v5":
         w0[0, :] = 0.0
     score = np.zeros(FEATURES)
@@ -74,6 +83,12 @@ def with_score(w0, b0, w1, beta, within="earliest", saw="v4"):
     w0 = np.concatenate([w0, score[:, None], -score[:, None]], 1)
     b0 = np.concatenate([b0, [0.0, 0.0]])
     w1 = np.concatenate([w1, [[beta], [-beta]]], 0)
+    if rescue is not None:
+        unit = np.zeros(FEATURES)
+        unit[2] = 1.0
+        w0 = np.concatenate([w0, unit[:, None]], 1)
+        b0 = np.concatenate([b0, [-np.log10(rescue) / 3.0]])
+        w1 = np.concatenate([w1, [[RESCUE_WEIGHT]]], 0)
     return w0, b0, w1
 
 
@@ -122,9 +137,19 @@ def main():
     ap.add_argument("--within", choices=sorted(WITHIN), default="earliest",
                     help="which of the first user's jobs the score starts: the earliest "
                          "(fairshare's choice) or the fewest core-seconds asked for")
+    ap.add_argument("--rescue", type=float, metavar="X",
+                    help="a job whose bounded slowdown so far is above X goes first, the one "
+                         "furthest behind first (committed networks only)")
+    ap.add_argument("--alone", action="store_true",
+                    help="the score (and the rescue) alone decide: the network's own units "
+                         "weigh nothing (committed networks only)")
     args = ap.parse_args()
+    if args.rescue is not None and not args.rescue > 1.0:
+        ap.error(f"--rescue {args.rescue}: give a bounded slowdown above 1, such as 100")
     model = onnx.load(args.model)
     if args.network in ("slurp", "slurp-easy"):
+        if args.rescue is not None or args.alone:
+            ap.error("--rescue and --alone are for the networks for committed choices")
         easy = args.network == "slurp-easy"
         width = slurp_network(model, args.beta, easy, args.within)
         onnx.save(model, args.out)
@@ -148,8 +173,8 @@ def main():
     w0 = np.array(layers[0]["w"], dtype=np.float64).reshape(FEATURES, -1)
     b0 = np.array(layers[0]["b"], dtype=np.float64)
     w1 = np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1)
-    b1 = np.array(layers[1]["b"], dtype=np.float64)
-    w0, b0, w1 = with_score(w0, b0, w1, args.beta, args.within, saw)
+    b1 = np.array(layers[1]["b"], dtype=np.float64) * (0.0 if args.alone else 1.0)
+    w0, b0, w1 = with_score(w0, b0, w1, args.beta, args.within, saw, args.rescue, args.alone)
     out = "slurp.committed.easy" if args.network == "committed-easy" else "slurp.committed"
     if out != key and key + ".observation" not in props:
         # The network for committed choices keeps seeing what it saw.

@@ -207,7 +207,7 @@ fn ms(secs: u64) -> Time {
 /// ended (at its own end, start + run) since the last one. A job is
 /// charged the processors it asked for. `fairshare` is one such chooser;
 /// rules that order users as it does but a user's jobs otherwise are
-/// others (`sim/examples/turns_within.rs`).
+/// others (`fair/examples/turns_within.rs`).
 pub fn run_with_shares(
     workload: &Workload,
     window: Window,

@@ -2,15 +2,16 @@
 //! model: is the learned policy's edge something a two-line rule has?
 //!
 //! ```text
-//! cargo build --release -p slurp-sim --example turns_within
+//! cargo build --release -p slurp-fair --example turns_within
 //! cd ../shared/traces && $REPO/target/release/examples/turns_within \
+//!     [--rules PREFIX,...] [--model M.onnx] \
 //!     gen:mid:4 gen:quiet:40 RICC-2010-2.swf.xz,..75%,3
 //! ```
 //!
 //! A workload is `gen:FAMILY:SEED[:JOBS]` or `PATH[,SPAN[,MIN_BSLD]]`
 //! (`slurp policy judge`'s `--within` and `--min-bsld`). Each is replayed
 //! on the judge's windows (50 of 1,024 jobs, seed 12345), without and with
-//! EASY, by FCFS, SJF, F1 and `fairshare`, and by three families of rules:
+//! EASY, by FCFS, SJF, F1 and `fairshare`, and by four families of rules:
 //!
 //! - **fair-share turns, another order inside a user** (`turns+f1`,
 //!   `turns+sjf`, `turns+area`, `turns+narrow`, `turns+xfactor`): the user
@@ -24,19 +25,29 @@
 //!   among the `U` users queued (K = 0: largest slowdown first);
 //! - **the worst user first** (`worst-user`): the user whose mean bounded
 //!   slowdown would be highest if every queued job started now (running
-//!   jobs counted at their estimate), that user's job first by F1.
+//!   jobs counted at their estimate), that user's job first by F1;
+//! - **a rescue** (`rescue>X`, `rescue>Kmean`): `turns+f1`, unless a queued
+//!   job's slowdown so far is above X (or K times the queued jobs' mean):
+//!   then the one furthest behind. With `--model M`, M's network for
+//!   committed choices (`model`) and the same rescue on top of it
+//!   (`model+rescue>X`).
+//!
+//! `--rules` keeps the rules whose names start with one of the prefixes.
 //!
 //! It prints each heuristic's and rule's worst user's mean bounded
 //! slowdown ÷ the fairest heuristic's (its average ÷ the best heuristic
-//! average in brackets) per cell, and then per rule and backfilling the judge's counts: cells won
-//! (at least 1% below every heuristic), held (at most 1% above the best),
-//! averages within 1.1× the best, the geometric mean of the ratio and the
-//! worst cell. The learned models' counts on the same cells come from
-//! `slurp policy judge` (stdlib/policies/MODEL_CARD.md, v13).
+//! average in brackets) per cell, the heuristics replayed as the judge
+//! replays them; then, per rule and backfilling, the judge's counts: cells
+//! won (at least 1% below every heuristic), held (at most 1% above the
+//! best), averages within 1.1× the best, the geometric mean of the ratio
+//! and the worst cell (stdlib/policies/MODEL_CARD.md, v13).
 
 use std::collections::{BTreeMap, HashMap};
 
-use slurp_runtime::core::{FairShare, Order, Time};
+use slurp_fair::Model as Network;
+use slurp_fair::judge;
+use slurp_fair::rollout::{Eyes, choose};
+use slurp_runtime::core::{FairShare, Time};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::metrics::bounded_slowdown;
 use slurp_sim::reference::{self, Decision};
@@ -58,10 +69,18 @@ enum Rule {
     Turns(Inside),
     XfactorTurns(f64),
     WorstUser,
+    /// `turns+f1`, unless a queued job's slowdown so far is above this
+    /// bound: then the largest.
+    RescueAbove(f64),
+    /// The same, the bound this many times the queued jobs' mean.
+    RescueTimesMean(f64),
+    /// `--model`'s network for committed choices, rescued above the bound
+    /// (infinite: never).
+    Network(f64),
 }
 
 impl Rule {
-    const ALL: [Rule; 11] = [
+    const ALL: [Rule; 17] = [
         Rule::Turns(Inside::F1),
         Rule::Turns(Inside::Sjf),
         Rule::Turns(Inside::Area),
@@ -73,6 +92,12 @@ impl Rule {
         Rule::XfactorTurns(4.0),
         Rule::XfactorTurns(8.0),
         Rule::WorstUser,
+        Rule::RescueAbove(30.0),
+        Rule::RescueAbove(100.0),
+        Rule::RescueAbove(300.0),
+        Rule::RescueAbove(1000.0),
+        Rule::RescueTimesMean(10.0),
+        Rule::RescueTimesMean(100.0),
     ];
 
     fn name(self) -> String {
@@ -80,6 +105,10 @@ impl Rule {
             Rule::Turns(inside) => format!("turns+{}", format!("{inside:?}").to_lowercase()),
             Rule::XfactorTurns(k) => format!("xfactor+turns{k}"),
             Rule::WorstUser => "worst-user".into(),
+            Rule::RescueAbove(x) => format!("rescue>{x}"),
+            Rule::RescueTimesMean(k) => format!("rescue>{k}mean"),
+            Rule::Network(x) if x.is_finite() => format!("model+rescue>{x}"),
+            Rule::Network(_) => "model".into(),
         }
     }
 }
@@ -135,8 +164,55 @@ fn least(d: &Decision<'_>, only: impl Fn(u32) -> bool, key: impl Fn(&SimJob) -> 
         .unwrap_or(d.queue[0])
 }
 
-fn replay(rule: Rule, workload: &Workload, window: Window, backfill: bool) -> Schedule {
-    match rule {
+/// The job furthest behind, if its slowdown so far is above `bound`.
+fn rescue(d: &Decision<'_>, bound: f64) -> Option<u32> {
+    let now = d.now;
+    let slowest = least(d, |_| true, |job| -xfactor(job, now));
+    (xfactor(&d.jobs[slowest as usize], now) > bound).then_some(slowest)
+}
+
+/// `net`'s greedy committed choices in the reference model (as the judge
+/// replays them), but the job furthest behind when [`rescue`] names one.
+fn network(
+    net: &Network,
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+    bound: f64,
+) -> Result<Schedule, String> {
+    let net = net.committed(backfill);
+    let mut eyes = Eyes::new(net.sight, &net.normalisers);
+    let mut failure = None;
+    let schedule = reference::run_choosing(workload, window, backfill, |d| {
+        if let [only] = d.queue[..] {
+            return only;
+        }
+        if let Some(j) = rescue(d, bound) {
+            return j;
+        }
+        let obs = eyes.observe(d);
+        match net.logits(&obs) {
+            Ok(logits) => {
+                let (slot, _) = choose(&logits, None);
+                obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
+            }
+            Err(e) => {
+                failure.get_or_insert(e.to_string());
+                d.queue[0]
+            }
+        }
+    });
+    failure.map_or(Ok(schedule), Err)
+}
+
+fn replay(
+    rule: Rule,
+    net: Option<&Network>,
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+) -> Result<Schedule, String> {
+    Ok(match rule {
         Rule::Turns(inside) => reference::run_with_shares(workload, window, backfill, |d, s| {
             let (places, _) = turns(d, s);
             let place = |j: u32| places[&d.jobs[j as usize].account()];
@@ -154,6 +230,34 @@ fn replay(rule: Rule, workload: &Workload, window: Window, backfill: bool) -> Sc
                 },
             )
         }),
+        Rule::RescueAbove(_) | Rule::RescueTimesMean(_) => {
+            reference::run_with_shares(workload, window, backfill, |d, s| {
+                let now = d.now;
+                let bound = match rule {
+                    Rule::RescueTimesMean(k) => {
+                        let sum: f64 = d
+                            .queue
+                            .iter()
+                            .map(|&j| xfactor(&d.jobs[j as usize], now))
+                            .sum();
+                        k * sum / d.queue.len().max(1) as f64
+                    }
+                    Rule::RescueAbove(x) => x,
+                    _ => unreachable!("a rescue rule"),
+                };
+                if let Some(j) = rescue(d, bound) {
+                    return j;
+                }
+                let (places, _) = turns(d, s);
+                let place = |j: u32| places[&d.jobs[j as usize].account()];
+                let first = d.queue.iter().map(|&j| place(j)).min().unwrap_or(0);
+                least(d, |j| place(j) == first, f1)
+            })
+        }
+        Rule::Network(bound) => {
+            let net = net.ok_or("the model rules need --model")?;
+            network(net, workload, window, backfill, bound)?
+        }
         Rule::XfactorTurns(k) => reference::run_with_shares(workload, window, backfill, |d, s| {
             let (places, users) = turns(d, s);
             let now = d.now;
@@ -199,7 +303,7 @@ fn replay(rule: Rule, workload: &Workload, window: Window, backfill: bool) -> Sc
                 .unwrap_or(-1);
             least(d, |j| d.jobs[j as usize].user == worst, f1)
         }),
-    }
+    })
 }
 
 /// A workload and the judge's windows of it.
@@ -245,57 +349,84 @@ fn load(spec: &str) -> Result<(Workload, Vec<Window>), String> {
     Ok((workload, windows))
 }
 
+/// `--NAME VALUE` taken out of `args`.
+fn option(args: &mut Vec<String>, name: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == name)?;
+    let value = args.get(at + 1).cloned();
+    args.drain(at..(at + 2).min(args.len()));
+    value
+}
+
+fn fail(message: impl std::fmt::Display) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(2);
+}
+
 fn main() {
-    let specs: Vec<String> = std::env::args().skip(1).collect();
+    let mut specs: Vec<String> = std::env::args().skip(1).collect();
+    let only: Vec<String> = option(&mut specs, "--rules")
+        .map(|r| r.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let net = option(&mut specs, "--model").map(|path| {
+        Network::load(std::path::Path::new(&path), None)
+            .unwrap_or_else(|e| fail(format!("{path}: {e}")))
+    });
     if specs.is_empty() {
-        eprintln!(
-            "usage: turns_within WORKLOAD... (gen:FAMILY:SEED[:JOBS] or PATH[,SPAN[,MIN_BSLD]])"
+        fail(
+            "usage: turns_within [--rules PREFIX,...] [--model M.onnx] WORKLOAD... (gen:FAMILY:SEED[:JOBS] or PATH[,SPAN[,MIN_BSLD]])",
         );
-        std::process::exit(2);
+    }
+    let mut rules: Vec<Rule> = Rule::ALL.to_vec();
+    if net.is_some() {
+        rules.extend([f64::INFINITY, 100.0, 300.0, 1000.0].map(Rule::Network));
+    }
+    rules
+        .retain(|rule| only.is_empty() || only.iter().any(|o| rule.name().starts_with(o.as_str())));
+    if rules.is_empty() {
+        fail(format!(
+            "--rules {}: no rule's name starts so (the model rules need --model)",
+            only.join(",")
+        ));
     }
     // (rule, backfill) -> each cell's (worst-user ratio, average ratio).
     let mut tally: BTreeMap<(String, bool), Vec<(f64, f64)>> = BTreeMap::new();
     for spec in &specs {
-        let (workload, windows) = match load(spec) {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(2);
-            }
-        };
+        let (workload, windows) = load(spec).unwrap_or_else(|e| fail(e));
         for backfill in [false, true] {
-            let of = |schedule: &dyn Fn(Window) -> Schedule| {
-                let metrics: Vec<Metrics> = windows
-                    .iter()
-                    .map(|&w| Metrics::of(&workload, &schedule(w), Model::Reference))
-                    .collect();
-                Summary::of(&metrics)
-            };
-            let rivals: Vec<Summary> = [Order::Fcfs, Order::Sjf, Order::F1, Order::Fairshare]
-                .into_iter()
-                .map(|order| of(&|w| reference::run(&workload, w, order, backfill)))
-                .collect();
+            // The judge's own replays of its heuristics.
+            let rivals = judge::rivals(&workload, &windows, Model::Reference, backfill);
             let fairest = rivals
                 .iter()
                 .map(|s| s.worst_user_bounded_slowdown)
-                .fold(f64::INFINITY, f64::min);
+                .fold(f64::INFINITY, f64::min)
+                .max(f64::MIN_POSITIVE);
             let best_average = rivals
                 .iter()
                 .map(|s| s.avg_bounded_slowdown)
-                .fold(f64::INFINITY, f64::min);
+                .fold(f64::INFINITY, f64::min)
+                .max(f64::MIN_POSITIVE);
             let mut line = format!("{spec} {}", if backfill { "easy" } else { "none" });
-            for (order, s) in ["fcfs", "sjf", "f1", "fairshare"].iter().zip(&rivals) {
+            for (order, s) in judge::RIVALS.iter().zip(&rivals) {
                 line += &format!(
-                    " | {order} {:.3} ({:.2})",
-                    s.worst_user_bounded_slowdown / fairest.max(f64::MIN_POSITIVE),
-                    s.avg_bounded_slowdown / best_average.max(f64::MIN_POSITIVE)
+                    " | {} {:.3} ({:.2})",
+                    order.name(),
+                    s.worst_user_bounded_slowdown / fairest,
+                    s.avg_bounded_slowdown / best_average
                 );
             }
-            for rule in Rule::ALL {
-                let s = of(&|w| replay(rule, &workload, w, backfill));
+            for &rule in &rules {
+                let runs: Vec<Metrics> = windows
+                    .iter()
+                    .map(|&w| {
+                        let schedule = replay(rule, net.as_ref(), &workload, w, backfill)
+                            .unwrap_or_else(|e| fail(e));
+                        Metrics::of(&workload, &schedule, Model::Reference)
+                    })
+                    .collect();
+                let s = Summary::of(&runs);
                 let ratios = (
-                    s.worst_user_bounded_slowdown / fairest.max(f64::MIN_POSITIVE),
-                    s.avg_bounded_slowdown / best_average.max(f64::MIN_POSITIVE),
+                    s.worst_user_bounded_slowdown / fairest,
+                    s.avg_bounded_slowdown / best_average,
                 );
                 line += &format!(" | {} {:.3} ({:.2})", rule.name(), ratios.0, ratios.1);
                 tally
