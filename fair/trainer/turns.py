@@ -92,7 +92,7 @@ def with_score(w0, b0, w1, beta, within="earliest", saw="v4", rescue=None, alone
     return w0, b0, w1
 
 
-def slurp_network(model, beta, easy_only, within):
+def slurp_network(model, beta, easy_only, within, rescue=None, alone=False):
     """Gives the model's own network the score (or writes it so as its network for slurp's
     model under EASY); returns its new hidden width."""
     props = {p.key: p for p in model.metadata_props}
@@ -104,9 +104,9 @@ def slurp_network(model, beta, easy_only, within):
     if missing:
         raise SystemExit(f"the model's network is not one hidden layer (no {sorted(missing)})")
     arrays = [numpy_helper.to_array(init[name]).astype(np.float64) for name in ("w0", "b0", "w1")]
-    w0, b0, w1 = with_score(*arrays, beta, within, seen)
+    w0, b0, w1 = with_score(*arrays, beta, within, seen, rescue, alone)
+    b1 = numpy_helper.to_array(init["b1"]).astype(np.float64) * (0.0 if alone else 1.0)
     if easy_only:
-        b1 = numpy_helper.to_array(init["b1"]).astype(np.float64)
         put(model, props, "slurp.easy", json.dumps([
             {"w": w0.ravel().tolist(), "b": b0.tolist()},
             {"w": w1.ravel().tolist(), "b": b1.tolist()},
@@ -117,7 +117,7 @@ def slurp_network(model, beta, easy_only, within):
         if key in props and key + ".observation" not in props:
             put(model, props, key + ".observation", seen)
     props["slurp.observation"].value = "v5"
-    for name, array in (("w0", w0), ("b0", b0), ("w1", w1)):
+    for name, array in (("w0", w0), ("b0", b0), ("w1", w1), ("b1", b1)):
         init[name].CopyFrom(numpy_helper.from_array(array.astype(np.float32), name))
     return w0.shape[1]
 
@@ -139,19 +139,17 @@ def main():
                          "(fairshare's choice) or the fewest core-seconds asked for")
     ap.add_argument("--rescue", type=float, metavar="X",
                     help="a job whose bounded slowdown so far is above X goes first, the one "
-                         "furthest behind first (committed networks only)")
+                         "furthest behind first")
     ap.add_argument("--alone", action="store_true",
                     help="the score (and the rescue) alone decide: the network's own units "
-                         "weigh nothing (committed networks only)")
+                         "weigh nothing")
     args = ap.parse_args()
     if args.rescue is not None and not args.rescue > 1.0:
         ap.error(f"--rescue {args.rescue}: give a bounded slowdown above 1, such as 100")
     model = onnx.load(args.model)
     if args.network in ("slurp", "slurp-easy"):
-        if args.rescue is not None or args.alone:
-            ap.error("--rescue and --alone are for the networks for committed choices")
         easy = args.network == "slurp-easy"
-        width = slurp_network(model, args.beta, easy, args.within)
+        width = slurp_network(model, args.beta, easy, args.within, args.rescue, args.alone)
         onnx.save(model, args.out)
         which = "its network for slurp's model under EASY" if easy else "its own network"
         print(f"wrote {args.out}: {which} 9 -> {width} -> 1 seeing v5, "
