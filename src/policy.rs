@@ -48,13 +48,13 @@ pub struct JudgeArgs {
     #[arg(value_name = "TRACE", required = true)]
     traces: Vec<PathBuf>,
     /// Windows per workload
-    #[arg(long, value_name = "K", default_value_t = 50)]
+    #[arg(long, value_name = "K", default_value_t = slurp_fair::judge::SAMPLES)]
     samples: usize,
     /// Jobs per window
-    #[arg(long, value_name = "L", default_value_t = 1024)]
+    #[arg(long, value_name = "L", default_value_t = slurp_fair::judge::LEN)]
     len: usize,
     /// Seed of the windows
-    #[arg(long, value_name = "S", default_value_t = 12345)]
+    #[arg(long, value_name = "S", default_value_t = slurp_fair::judge::SEED)]
     seed: u64,
     /// Draw windows inside jobs FROM..TO only (the span a model was not
     /// trained on, such as `320000..` or `75%..` of RICC; `..75%` is the
@@ -167,34 +167,13 @@ pub struct RolloutArgs {
 }
 
 /// Jobs a generated workload has unless its name says (`gen:FAMILY:SEED:JOBS`).
-pub const GENERATED_JOBS: usize = 10_000;
+pub const GENERATED_JOBS: usize = slurp_sim::generate::NAMED_JOBS;
 
 /// A trace file, or a generated workload named `gen:FAMILY[:SEED[:JOBS]]`
 /// (`slurp policy generate` writes the same trace as SWF).
 pub fn read_trace(path: &std::path::Path) -> Result<slurp_trace::Trace, String> {
-    let name = path.to_string_lossy();
-    let Some(rest) = name.strip_prefix("gen:") else {
-        return slurp_trace::read(path).map_err(|e| format!("{}: {e}", path.display()));
-    };
-    let mut parts = rest.split(':');
-    let family: Family = parts.next().unwrap_or_default().parse()?;
-    let number = |what: &str, text: Option<&str>, default: u64| match text {
-        None => Ok(default),
-        Some(t) => t
-            .parse::<u64>()
-            .map_err(|_| format!("`{name}`: the {what} `{t}` is not a whole number")),
-    };
-    let seed = number("seed", parts.next(), 0)?;
-    let jobs = number("job count", parts.next(), GENERATED_JOBS as u64)?;
-    if parts.next().is_some() || jobs == 0 || jobs > 10_000_000 {
-        return Err(format!(
-            "`{name}`: give gen:FAMILY[:SEED[:JOBS]] with 1 to 10,000,000 jobs, such as gen:mid:7"
-        ));
-    }
-    Ok(slurp_sim::generate::generate(
-        &family.spec(jobs as usize),
-        seed,
-    ))
+    slurp_sim::generate::named(&path.to_string_lossy())
+        .unwrap_or_else(|| slurp_trace::read(path).map_err(|e| format!("{}: {e}", path.display())))
 }
 
 /// A trace as the simulator replays it, on the machine its header gives.
@@ -235,8 +214,8 @@ impl JudgeArgs {
             model,
             traces,
             samples,
-            len: 1024,
-            seed: 12345,
+            len: slurp_fair::judge::LEN,
+            seed: slurp_fair::judge::SEED,
             within: Some(within),
             min_bsld: 0.0,
             json: false,

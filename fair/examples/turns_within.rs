@@ -47,12 +47,12 @@ use std::collections::{BTreeMap, HashMap};
 use slurp_fair::Model as Network;
 use slurp_fair::judge;
 use slurp_fair::rollout::{Eyes, choose};
-use slurp_runtime::core::{FairShare, Time};
-use slurp_sim::generate::{Family, generate};
+use slurp_runtime::core::{FairShare, Order, Time, float_key};
+use slurp_sim::generate;
 use slurp_sim::metrics::bounded_slowdown;
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::window::Draw;
-use slurp_sim::{Machine, Metrics, Model, Schedule, SimJob, Summary, Window, Workload};
+use slurp_sim::{Machine, Metrics, Model, Schedule, SimJob, Window, Workload};
 
 /// How a rule orders the first user's jobs.
 #[derive(Debug, Clone, Copy)]
@@ -113,11 +113,9 @@ impl Rule {
     }
 }
 
-/// F1's score (lower first), as the reference computes it.
-fn f1(job: &SimJob) -> f64 {
-    let positive = |x: f64| if x > 0.0 { x } else { 0.1 };
-    positive(job.estimate as f64).log10() * job.procs as f64
-        + 870.0 * positive(job.submit as f64).log10()
+/// F1's score (lower first), as the reference ranks by it.
+fn f1(job: &SimJob) -> u64 {
+    reference::key(Order::F1, job, 0).0
 }
 
 /// The bounded slowdown `job` would have if it started at `now` and ran
@@ -150,24 +148,21 @@ fn turns(d: &Decision<'_>, shares: &FairShare) -> (HashMap<u32, usize>, usize) {
     (places, users.len())
 }
 
-/// The queued job with the least `key` (ties: the earliest).
-fn least(d: &Decision<'_>, only: impl Fn(u32) -> bool, key: impl Fn(&SimJob) -> f64) -> u32 {
+/// The queued job with the least `key` (ties: the earliest); `float_key`
+/// orders numbers.
+fn least(d: &Decision<'_>, only: impl Fn(u32) -> bool, key: impl Fn(&SimJob) -> u64) -> u32 {
     d.queue
         .iter()
         .copied()
         .filter(|&j| only(j))
-        .min_by(|&a, &b| {
-            key(&d.jobs[a as usize])
-                .total_cmp(&key(&d.jobs[b as usize]))
-                .then(a.cmp(&b))
-        })
+        .min_by_key(|&j| (key(&d.jobs[j as usize]), j))
         .unwrap_or(d.queue[0])
 }
 
 /// The job furthest behind, if its slowdown so far is above `bound`.
 fn rescue(d: &Decision<'_>, bound: f64) -> Option<u32> {
     let now = d.now;
-    let slowest = least(d, |_| true, |job| -xfactor(job, now));
+    let slowest = least(d, |_| true, |job| float_key(-xfactor(job, now)));
     (xfactor(&d.jobs[slowest as usize], now) > bound).then_some(slowest)
 }
 
@@ -223,10 +218,10 @@ fn replay(
                 |j| place(j) == first,
                 |job| match inside {
                     Inside::F1 => f1(job),
-                    Inside::Sjf => job.estimate as f64,
-                    Inside::Area => job.procs as f64 * job.estimate as f64,
-                    Inside::Narrow => job.procs as f64,
-                    Inside::Xfactor => -xfactor(job, now),
+                    Inside::Sjf => job.estimate,
+                    Inside::Area => job.procs as u64 * job.estimate,
+                    Inside::Narrow => job.procs as u64,
+                    Inside::Xfactor => float_key(-xfactor(job, now)),
                 },
             )
         }),
@@ -265,8 +260,10 @@ fn replay(
                 d,
                 |_| true,
                 |job| {
-                    k * places[&job.account()] as f64 / users.max(1) as f64
-                        - xfactor(job, now).log10()
+                    float_key(
+                        k * places[&job.account()] as f64 / users.max(1) as f64
+                            - xfactor(job, now).log10(),
+                    )
                 },
             )
         }),
@@ -308,35 +305,20 @@ fn replay(
 
 /// A workload and the judge's windows of it.
 fn load(spec: &str) -> Result<(Workload, Vec<Window>), String> {
+    let mut parts = spec.split(',');
+    let head = parts.next().unwrap_or_default();
+    let trace = generate::named(head).unwrap_or_else(|| {
+        slurp_trace::read(std::path::Path::new(head)).map_err(|e| format!("{head}: {e}"))
+    })?;
+    let machine = Machine::of(&trace).ok_or_else(|| format!("{head}: no MaxProcs or MaxNodes"))?;
+    let workload = Workload::new(&trace, machine);
     let mut draw = Draw {
-        count: 50,
-        len: 1024,
-        seed: 12345,
+        count: judge::SAMPLES,
+        len: judge::LEN,
+        seed: judge::SEED,
         within: None,
         min_bsld: 0.0,
     };
-    let mut parts = spec.split(',');
-    let head = parts.next().unwrap_or_default();
-    let trace = match head.strip_prefix("gen:") {
-        Some(rest) => {
-            let mut p = rest.split(':');
-            let family: Family = p.next().unwrap_or_default().parse()?;
-            let number = |t: Option<&str>, default: u64| {
-                t.map_or(Ok(default), |t| {
-                    t.parse::<u64>()
-                        .map_err(|_| format!("`{spec}`: `{t}` is not a number"))
-                })
-            };
-            let seed = number(p.next(), 0)?;
-            let jobs = number(p.next(), 10_000)? as usize;
-            generate(&family.spec(jobs), seed)
-        }
-        None => {
-            slurp_trace::read(std::path::Path::new(head)).map_err(|e| format!("{head}: {e}"))?
-        }
-    };
-    let machine = Machine::of(&trace).ok_or_else(|| format!("{head}: no MaxProcs or MaxNodes"))?;
-    let workload = Workload::new(&trace, machine);
     if let Some(span) = parts.next() {
         draw.within = Some(Window::parse_span(span, workload.jobs.len())?);
     }
@@ -388,8 +370,8 @@ fn main() {
             only.join(",")
         ));
     }
-    // (rule, backfill) -> each cell's (worst-user ratio, average ratio).
-    let mut tally: BTreeMap<(String, bool), Vec<(f64, f64)>> = BTreeMap::new();
+    // (rule, backfill) -> its cells.
+    let mut tally: BTreeMap<(String, bool), Vec<judge::Cell>> = BTreeMap::new();
     for spec in &specs {
         let (workload, windows) = load(spec).unwrap_or_else(|e| fail(e));
         for backfill in [false, true] {
@@ -405,14 +387,16 @@ fn main() {
                 .map(|s| s.avg_bounded_slowdown)
                 .fold(f64::INFINITY, f64::min)
                 .max(f64::MIN_POSITIVE);
+            let ratios = |s: &judge::Score| {
+                (
+                    s.worst_user_bounded_slowdown / fairest,
+                    s.avg_bounded_slowdown / best_average,
+                )
+            };
             let mut line = format!("{spec} {}", if backfill { "easy" } else { "none" });
             for (order, s) in judge::RIVALS.iter().zip(&rivals) {
-                line += &format!(
-                    " | {} {:.3} ({:.2})",
-                    order.name(),
-                    s.worst_user_bounded_slowdown / fairest,
-                    s.avg_bounded_slowdown / best_average
-                );
+                let (w, a) = ratios(s);
+                line += &format!(" | {} {w:.3} ({a:.2})", order.name());
             }
             for &rule in &rules {
                 let runs: Vec<Metrics> = windows
@@ -423,16 +407,17 @@ fn main() {
                         Metrics::of(&workload, &schedule, Model::Reference)
                     })
                     .collect();
-                let s = Summary::of(&runs);
-                let ratios = (
-                    s.worst_user_bounded_slowdown / fairest,
-                    s.avg_bounded_slowdown / best_average,
-                );
-                line += &format!(" | {} {:.3} ({:.2})", rule.name(), ratios.0, ratios.1);
-                tally
-                    .entry((rule.name(), backfill))
-                    .or_default()
-                    .push(ratios);
+                // Judged as the judge judges a model: its cell's verdicts.
+                let cell = judge::Cell {
+                    workload: spec.clone(),
+                    model: Model::Reference,
+                    backfill,
+                    rivals: rivals.clone(),
+                    learned: judge::score(rule.name(), &runs),
+                };
+                let (w, a) = ratios(&cell.learned);
+                line += &format!(" | {} {w:.3} ({a:.2})", rule.name());
+                tally.entry((rule.name(), backfill)).or_default().push(cell);
             }
             println!("{line}");
         }
@@ -442,11 +427,14 @@ fn main() {
         specs.len()
     );
     for ((rule, backfill), cells) in &tally {
-        let won = cells.iter().filter(|c| c.0 <= 0.99).count();
-        let held = cells.iter().filter(|c| c.0 <= 1.01).count();
-        let averages = cells.iter().filter(|c| c.1 <= 1.1).count();
-        let geo = (cells.iter().map(|c| c.0.ln()).sum::<f64>() / cells.len() as f64).exp();
-        let worst = cells.iter().map(|c| c.0).fold(0.0, f64::max);
+        let won = cells.iter().filter(|c| c.wins()).count();
+        let held = cells.iter().filter(|c| c.holds()).count();
+        let averages = cells.iter().filter(|c| c.average_ok()).count();
+        let ratio = |c: &judge::Cell| {
+            c.learned.worst_user_bounded_slowdown / c.fairest_rival().worst_user_bounded_slowdown
+        };
+        let geo = (cells.iter().map(|c| ratio(c).ln()).sum::<f64>() / cells.len() as f64).exp();
+        let worst = cells.iter().map(ratio).fold(0.0, f64::max);
         println!(
             "{rule:18} {:4} {won:2} / {held:2} / {averages:2}  {geo:.3}  {worst:.2}",
             if *backfill { "easy" } else { "none" }

@@ -14,6 +14,13 @@ use slurp_sim::{Metrics, Model as SimModel, Summary, Window, Workload};
 
 use crate::Model;
 
+/// The windows a workload is judged on unless told otherwise (`slurp
+/// policy judge`'s `--samples`, `--len`, `--seed`): the held-out figures
+/// of the model card are drawn so.
+pub const SAMPLES: usize = 50;
+pub const LEN: usize = 1024;
+pub const SEED: u64 = 12345;
+
 /// The heuristics a model is judged against.
 pub const RIVALS: [Order; 4] = [Order::Fcfs, Order::Sjf, Order::F1, Order::Fairshare];
 

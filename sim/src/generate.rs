@@ -208,6 +208,38 @@ fn activity(t: f64) -> f64 {
     daily * if day >= 5 { 0.6 } else { 1.0 }
 }
 
+/// Jobs a generated workload has unless its name says (`gen:FAMILY:SEED:JOBS`).
+pub const NAMED_JOBS: usize = 10_000;
+
+/// The workload a name `gen:FAMILY[:SEED[:JOBS]]` stands for (`None` for
+/// any other name: a trace file's), such as `gen:mid:7`; the commands that
+/// take workloads and the trainer's tools read names through this.
+pub fn named(name: &str) -> Option<Result<Trace, String>> {
+    let rest = name.strip_prefix("gen:")?;
+    let mut parts = rest.split(':');
+    let family: Family = match parts.next().unwrap_or_default().parse() {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    let number = |what: &str, text: Option<&str>, default: u64| match text {
+        None => Ok(default),
+        Some(t) => t
+            .parse::<u64>()
+            .map_err(|_| format!("`{name}`: the {what} `{t}` is not a whole number")),
+    };
+    let mut read = || {
+        let seed = number("seed", parts.next(), 0)?;
+        let jobs = number("job count", parts.next(), NAMED_JOBS as u64)?;
+        if parts.next().is_some() || jobs == 0 || jobs > 10_000_000 {
+            return Err(format!(
+                "`{name}`: give gen:FAMILY[:SEED[:JOBS]] with 1 to 10,000,000 jobs, such as gen:mid:7"
+            ));
+        }
+        Ok(generate(&family.spec(jobs as usize), seed))
+    };
+    Some(read())
+}
+
 /// A workload of `spec`, from `seed`, as an SWF trace.
 pub fn generate(spec: &Spec, seed: u64) -> Trace {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

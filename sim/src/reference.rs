@@ -198,7 +198,7 @@ fn fairshare(workload: &Workload, window: Window, backfill: bool) -> Schedule {
 }
 
 fn ms(secs: u64) -> Time {
-    Time(secs.saturating_mul(1000))
+    Time::default().plus_secs(secs)
 }
 
 /// Replays `window` with the reference model, `choose` picking as in
