@@ -26,7 +26,12 @@ kernel() { ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1; }
 missing() {
     command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 (apt-get install qemu-system-x86)"; return; }
     [[ -n "$(kernel)" ]] || { echo "a kernel in /boot (apt-get install linux-image-amd64)"; return; }
-    [[ -x /bin/busybox ]] && /bin/busybox --list | grep -qx poweroff && file -L /bin/busybox 2>/dev/null | grep -q static \
+    # The applet list is read whole, not piped to `grep -q`: busybox writes
+    # it one name per write, so a grep that stops at the match leaves it to
+    # die of SIGPIPE, which pipefail turns into "no busybox" (1 probe in ~150).
+    local applets=""
+    [[ -x /bin/busybox ]] && applets=$'\n'$(/bin/busybox --list)$'\n'
+    [[ "$applets" == *$'\npoweroff\n'* && "$(file -L /bin/busybox 2>/dev/null)" == *static* ]] \
         || { echo "a static busybox (apt-get install busybox-static)"; return; }
     command -v cc >/dev/null || { echo "a C compiler"; return; }
     command -v cpio >/dev/null || { echo "cpio"; return; }
