@@ -3,6 +3,15 @@
 cg=/sys/fs/cgroup
 printf 'task big mem=64M retries=1: hog 400\ntask small mem=64M: hog 16\n' > flow.slurp
 
+echo "--- pace"
+# How long `hog 400` takes in this guest with nothing to stop it: the
+# killed attempts below must end well before that (an emulated guest's
+# pace depends on how busy its host is).
+printf 'task free: hog 400\n' > pace.slurp
+slurp --joblog jl-pace pace.slurp > /dev/null 2>&1
+echo "rc=$?"
+cat jl-pace
+
 echo "--- root"
 slurp resources | grep limits
 slurp --joblog jl-root flow.slurp > out 2>&1
