@@ -11,7 +11,7 @@
 //! A workload is `gen:FAMILY:SEED[:JOBS]` or `PATH[,SPAN[,MIN_BSLD]]`
 //! (`slurp policy judge`'s `--within` and `--min-bsld`). Each is replayed
 //! on the judge's windows (50 of 1,024 jobs, seed 12345), without and with
-//! EASY, by FCFS, SJF, F1 and `fairshare`, and by four families of rules:
+//! EASY, by FCFS, SJF, F1 and `fairshare`, and by five families of rules:
 //!
 //! - **fair-share turns, another order inside a user** (`turns+f1`,
 //!   `turns+sjf`, `turns+area`, `turns+narrow`, `turns+xfactor`): the user
@@ -30,7 +30,16 @@
 //!   job's slowdown so far is above X (or K times the queued jobs' mean):
 //!   then the one furthest behind. With `--model M`, M's network for
 //!   committed choices (`model`) and the same rescue on top of it
-//!   (`model+rescue>X`).
+//!   (`model+rescue>X`);
+//! - **Smith's rule for the users' mean slowdowns** (`smith`,
+//!   `smith+worstB`, each also `+rescue>100`): a queued job's bounded
+//!   slowdown grows by `1/max(r, 10)` a second and counts `1/k` in its
+//!   user's mean (`k` the user's jobs in the window so far), and starting
+//!   it takes `n·r` core-seconds, so the sum of the users' means is
+//!   lowest, as far as a ratio rule can make it, with the least
+//!   `k·max(r, 10)·n·r` first; `worstB` divides that by the user's mean
+//!   slowdown so far (ended jobs at their own, running ones at their
+//!   estimate, queued ones as if they started now) to the power B.
 //!
 //! `--rules` keeps the rules whose names start with one of the prefixes.
 //!
@@ -77,10 +86,14 @@ enum Rule {
     /// `--model`'s network for committed choices, rescued above the bound
     /// (infinite: never).
     Network(f64),
+    /// Smith's rule for the sum of the users' mean bounded slowdowns, its
+    /// users weighted by their standing to the power of the first figure,
+    /// rescued above the second (infinite: never).
+    Smith(f64, f64),
 }
 
 impl Rule {
-    const ALL: [Rule; 17] = [
+    const ALL: [Rule; 23] = [
         Rule::Turns(Inside::F1),
         Rule::Turns(Inside::Sjf),
         Rule::Turns(Inside::Area),
@@ -98,6 +111,12 @@ impl Rule {
         Rule::RescueAbove(1000.0),
         Rule::RescueTimesMean(10.0),
         Rule::RescueTimesMean(100.0),
+        Rule::Smith(0.0, f64::INFINITY),
+        Rule::Smith(1.0, f64::INFINITY),
+        Rule::Smith(2.0, f64::INFINITY),
+        Rule::Smith(0.0, 100.0),
+        Rule::Smith(1.0, 100.0),
+        Rule::Smith(2.0, 100.0),
     ];
 
     fn name(self) -> String {
@@ -109,6 +128,16 @@ impl Rule {
             Rule::RescueTimesMean(k) => format!("rescue>{k}mean"),
             Rule::Network(x) if x.is_finite() => format!("model+rescue>{x}"),
             Rule::Network(_) => "model".into(),
+            Rule::Smith(b, x) => {
+                let mut name = "smith".to_string();
+                if b > 0.0 {
+                    name += &format!("+worst{b}");
+                }
+                if x.is_finite() {
+                    name += &format!("+rescue>{x}");
+                }
+                name
+            }
         }
     }
 }
@@ -268,29 +297,7 @@ fn replay(
             )
         }),
         Rule::WorstUser => reference::run_choosing(workload, window, backfill, |d| {
-            let now = d.now;
-            let mut users: HashMap<i64, (f64, u32)> = HashMap::new();
-            let mut count = |user: i64, b: f64| {
-                let u = users.entry(user).or_default();
-                u.0 += b;
-                u.1 += 1;
-            };
-            for &j in d.started {
-                let job = &d.jobs[j as usize];
-                let start = d.starts[j as usize];
-                let wait = start.saturating_sub(job.submit);
-                // Ended: its slowdown is known; running: at its estimate.
-                let ran = if start + job.run <= now {
-                    job.run
-                } else {
-                    job.estimate
-                };
-                count(job.user, bounded_slowdown(wait, ran));
-            }
-            for &j in d.queue.iter() {
-                let job = &d.jobs[j as usize];
-                count(job.user, xfactor(job, now));
-            }
+            let users = standing(d);
             let mean = |u: i64| users.get(&u).map_or(0.0, |&(s, n)| s / n as f64);
             let worst = d
                 .queue
@@ -300,7 +307,57 @@ fn replay(
                 .unwrap_or(-1);
             least(d, |j| d.jobs[j as usize].user == worst, f1)
         }),
+        Rule::Smith(b, x) => reference::run_choosing(workload, window, backfill, |d| {
+            if let Some(j) = rescue(d, x) {
+                return j;
+            }
+            let users = standing(d);
+            least(
+                d,
+                |_| true,
+                |job| {
+                    let (sum, n) = users.get(&job.user).copied().unwrap_or((1.0, 1));
+                    let r = job.estimate.max(1) as f64;
+                    float_key(
+                        (n as f64).ln()
+                            + r.max(10.0).ln()
+                            + r.ln()
+                            + (job.procs.max(1) as f64).ln()
+                            - b * (sum / n as f64).ln(),
+                    )
+                },
+            )
+        }),
     })
+}
+
+/// Each user's bounded slowdowns summed over its jobs in the window so far
+/// and how many: ended jobs at their own, running ones as if they ran to
+/// their estimate, queued ones as if they started now.
+fn standing(d: &Decision<'_>) -> HashMap<i64, (f64, u32)> {
+    let now = d.now;
+    let mut users: HashMap<i64, (f64, u32)> = HashMap::new();
+    let mut count = |user: i64, b: f64| {
+        let u = users.entry(user).or_default();
+        u.0 += b;
+        u.1 += 1;
+    };
+    for &j in d.started {
+        let job = &d.jobs[j as usize];
+        let start = d.starts[j as usize];
+        let wait = start.saturating_sub(job.submit);
+        let ran = if start + job.run <= now {
+            job.run
+        } else {
+            job.estimate
+        };
+        count(job.user, bounded_slowdown(wait, ran));
+    }
+    for &j in d.queue.iter() {
+        let job = &d.jobs[j as usize];
+        count(job.user, xfactor(job, now));
+    }
+    users
 }
 
 /// A workload and the judge's windows of it.
