@@ -47,7 +47,8 @@ pub struct JudgeArgs {
     /// was not trained on
     #[arg(value_name = "TRACE", required = true)]
     traces: Vec<PathBuf>,
-    /// Windows per workload
+    /// Windows per workload (a close verdict can change with the draw:
+    /// judge on several --seed or more windows before choosing)
     #[arg(long, value_name = "K", default_value_t = slurp_fair::judge::SAMPLES)]
     samples: usize,
     /// Jobs per window
