@@ -48,7 +48,7 @@ pub struct JudgeArgs {
     #[arg(value_name = "TRACE", required = true)]
     traces: Vec<PathBuf>,
     /// Windows per workload (a close verdict can change with the draw:
-    /// judge on several --seed or more windows before choosing)
+    /// judge on several --draws or more windows before choosing)
     #[arg(long, value_name = "K", default_value_t = slurp_fair::judge::SAMPLES)]
     samples: usize,
     /// Jobs per window
@@ -57,6 +57,10 @@ pub struct JudgeArgs {
     /// Seed of the windows
     #[arg(long, value_name = "S", default_value_t = slurp_fair::judge::SEED)]
     seed: u64,
+    /// Judge on N draws of windows, seeds S, S+1, …: each cell's verdict
+    /// in every draw, and how many draws pass (--check: every one)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    draws: usize,
     /// Draw windows inside jobs FROM..TO only (the span a model was not
     /// trained on, such as `320000..` or `75%..` of RICC; `..75%` is the
     /// span it was trained on)
@@ -71,7 +75,7 @@ pub struct JudgeArgs {
     json: bool,
     /// Exit 1 unless the model wins at least 3 of every 4 cells, never
     /// trails the fairest heuristic by more than 1%, and keeps its average
-    /// within 1.1× the best
+    /// within 1.1× the best (in every draw)
     #[arg(long)]
     check: bool,
 }
@@ -217,6 +221,7 @@ impl JudgeArgs {
             samples,
             len: slurp_fair::judge::LEN,
             seed: slurp_fair::judge::SEED,
+            draws: 1,
             within: Some(within),
             min_bsld: 0.0,
             json: false,
@@ -244,8 +249,8 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             .file_name()
             .map_or(args.model.clone(), |n| n.to_string_lossy().into_owned())
     };
-    if args.samples == 0 || args.len == 0 {
-        return Ok(usage("--samples and --len: at least 1"));
+    if args.samples == 0 || args.len == 0 || args.draws == 0 {
+        return Ok(usage("--samples, --len and --draws: at least 1"));
     }
     if !args.min_bsld.is_finite() {
         return Ok(usage(format!(
@@ -253,7 +258,8 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             args.min_bsld
         )));
     }
-    let mut cells: Vec<Cell> = Vec::new();
+    // Each workload is read once, whatever the number of draws.
+    let mut workloads = Vec::new();
     for path in &args.traces {
         let workload = match workload(path) {
             Ok(w) => w,
@@ -268,33 +274,38 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             Ok(w) => w,
             Err(e) => return Ok(usage(format!("--within {e}"))),
         };
-        let room = within.map_or(workload.jobs.len(), |w| w.len);
-        let draw = slurp_sim::window::Draw {
-            count: args.samples,
-            len: args.len.min(room),
-            seed: args.seed,
-            within,
-            min_bsld: args.min_bsld,
-        };
-        let windows = match draw.windows(&workload, |_| true) {
-            Ok(w) => w,
-            Err(e) => return Ok(usage(format!("{}: {e}", path.display()))),
-        };
-        let name = path.to_string_lossy();
-        let name = name.rsplit('/').next().unwrap_or(&name);
-        match judge::cells(&net, &label, name, &workload, &windows) {
-            Ok(c) => cells.extend(c),
-            Err(e) => return Ok(usage(e)),
-        }
+        workloads.push((path, workload, within));
     }
-    let wins = cells.iter().filter(|c| c.wins()).count();
-    let holds = cells.iter().filter(|c| c.holds()).count();
-    let averages = cells.iter().filter(|c| c.average_ok()).count();
-    let passed = 4 * wins >= 3 * cells.len() && holds == cells.len() && averages == cells.len();
+    let mut draws: Vec<Draw> = Vec::new();
+    for seed in (0..args.draws as u64).map(|i| args.seed.wrapping_add(i)) {
+        let mut cells: Vec<Cell> = Vec::new();
+        for (path, workload, within) in &workloads {
+            let room = within.map_or(workload.jobs.len(), |w| w.len);
+            let draw = slurp_sim::window::Draw {
+                count: args.samples,
+                len: args.len.min(room),
+                seed,
+                within: *within,
+                min_bsld: args.min_bsld,
+            };
+            let windows = match draw.windows(workload, |_| true) {
+                Ok(w) => w,
+                Err(e) => return Ok(usage(format!("{}: {e}", path.display()))),
+            };
+            let name = path.to_string_lossy();
+            let name = name.rsplit('/').next().unwrap_or(&name);
+            match judge::cells(&net, &label, name, workload, &windows) {
+                Ok(c) => cells.extend(c),
+                Err(e) => return Ok(usage(e)),
+            }
+        }
+        draws.push(Draw::of(seed, cells));
+    }
+    let passed = draws.iter().all(|d| d.passed);
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if args.json {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "model": args.model,
             "observation": net.sight.name(),
             "committed_network": net.carries(false),
@@ -306,73 +317,207 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
-            "cells": cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
-            "wins": wins,
-            "holds": holds,
-            "averages_within": averages,
             "passed": passed,
         });
+        let fields = |d: &Draw| {
+            serde_json::json!({
+                "seed": d.seed,
+                "cells": d.cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
+                "wins": d.wins,
+                "holds": d.holds,
+                "averages_within": d.averages,
+                "passed": d.passed,
+            })
+        };
+        // One draw: its figures at the top level, as before `--draws`.
+        match &draws[..] {
+            [one] => {
+                if let (Some(doc), serde_json::Value::Object(one)) =
+                    (doc.as_object_mut(), fields(one))
+                {
+                    doc.extend(one.into_iter().filter(|(k, _)| k != "seed"));
+                }
+            }
+            _ => doc["draws"] = draws.iter().map(fields).collect(),
+        }
         serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::other)?;
         writeln!(out)?;
+    } else if let [one] = &draws[..] {
+        write_table(&mut out, &net, &label, args, one)?;
     } else {
-        writeln!(
-            out,
-            "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
-            net.sight.name(),
-            networks_header(&net),
-            args.samples,
-            args.len,
-            args.seed
-        )?;
-        let rivals: Vec<&str> = judge::RIVALS.iter().map(|o| o.name()).collect();
-        writeln!(
-            out,
-            "| workload | model | backfill | {} | {label} | fairest heuristic | verdict |",
-            rivals.join(" | ")
-        )?;
-        writeln!(out, "|{}", "---|".repeat(rivals.len() + 6))?;
-        let fmt = |s: &judge::Score| {
-            format!(
-                "{:.2} ({:.2})",
-                s.worst_user_bounded_slowdown, s.avg_bounded_slowdown
-            )
-        };
-        for c in &cells {
-            let verdict = if c.wins() {
-                "wins"
-            } else if c.holds() {
-                "holds"
-            } else {
-                "loses"
-            };
-            let verdict = if c.average_ok() {
-                verdict.to_owned()
-            } else {
-                format!("{verdict}, average > 1.1× best")
-            };
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | **{}** | {} | {verdict} |",
-                c.workload,
-                c.model,
-                if c.backfill { "easy" } else { "none" },
-                c.rivals.iter().map(fmt).collect::<Vec<_>>().join(" | "),
-                fmt(&c.learned),
-                c.fairest_rival().policy,
-            )?;
-        }
-        writeln!(
-            out,
-            "\nwins {wins} of {} cells (≥ 1% below every heuristic's worst user), holds {holds} (≤ 1% above the fairest), average within 1.1× the best in {averages}: {}",
-            cells.len(),
-            if passed { "passes" } else { "does not pass" }
-        )?;
+        write_draws(&mut out, &net, &label, args, &draws, passed)?;
     }
     Ok(if args.check && !passed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One draw of windows judged: its cells and the check's counts.
+struct Draw {
+    seed: u64,
+    cells: Vec<slurp_fair::judge::Cell>,
+    wins: usize,
+    holds: usize,
+    averages: usize,
+    passed: bool,
+}
+
+impl Draw {
+    fn of(seed: u64, cells: Vec<slurp_fair::judge::Cell>) -> Draw {
+        let wins = cells.iter().filter(|c| c.wins()).count();
+        let holds = cells.iter().filter(|c| c.holds()).count();
+        let averages = cells.iter().filter(|c| c.average_ok()).count();
+        let passed = 4 * wins >= 3 * cells.len() && holds == cells.len() && averages == cells.len();
+        Draw {
+            seed,
+            cells,
+            wins,
+            holds,
+            averages,
+            passed,
+        }
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "wins {} of {} cells (≥ 1% below every heuristic's worst user), holds {} (≤ 1% above the fairest), average within 1.1× the best in {}: {}",
+            self.wins,
+            self.cells.len(),
+            self.holds,
+            self.averages,
+            if self.passed {
+                "passes"
+            } else {
+                "does not pass"
+            }
+        )
+    }
+}
+
+/// One draw's table: every policy's figures per cell, and the verdict.
+fn write_table(
+    out: &mut impl std::io::Write,
+    net: &Model,
+    label: &str,
+    args: &JudgeArgs,
+    draw: &Draw,
+) -> std::io::Result<()> {
+    use slurp_fair::judge;
+    writeln!(
+        out,
+        "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
+        net.sight.name(),
+        networks_header(net),
+        args.samples,
+        args.len,
+        draw.seed
+    )?;
+    let rivals: Vec<&str> = judge::RIVALS.iter().map(|o| o.name()).collect();
+    writeln!(
+        out,
+        "| workload | model | backfill | {} | {label} | fairest heuristic | verdict |",
+        rivals.join(" | ")
+    )?;
+    writeln!(out, "|{}", "---|".repeat(rivals.len() + 6))?;
+    let fmt = |s: &judge::Score| {
+        format!(
+            "{:.2} ({:.2})",
+            s.worst_user_bounded_slowdown, s.avg_bounded_slowdown
+        )
+    };
+    for c in &draw.cells {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | **{}** | {} | {} |",
+            c.workload,
+            c.model,
+            if c.backfill { "easy" } else { "none" },
+            c.rivals.iter().map(fmt).collect::<Vec<_>>().join(" | "),
+            fmt(&c.learned),
+            c.fairest_rival().policy,
+            verdict(c),
+        )?;
+    }
+    writeln!(out, "\n{}", draw.summary())
+}
+
+/// A cell's verdict as the tables write it.
+fn verdict(c: &slurp_fair::judge::Cell) -> String {
+    let verdict = if c.wins() {
+        "wins"
+    } else if c.holds() {
+        "holds"
+    } else {
+        "loses"
+    };
+    if c.average_ok() {
+        verdict.to_owned()
+    } else {
+        format!("{verdict}, average > 1.1× best")
+    }
+}
+
+/// Several draws: per cell, the model's worst user against the fairest
+/// heuristic's in each draw and how many draws give each verdict; then
+/// each draw's counts.
+fn write_draws(
+    out: &mut impl std::io::Write,
+    net: &Model,
+    label: &str,
+    args: &JudgeArgs,
+    draws: &[Draw],
+    passed: bool,
+) -> std::io::Result<()> {
+    let n = draws.len();
+    writeln!(
+        out,
+        "{label} (observation {}{}) on {n} draws of {} windows of {} jobs a workload (seeds {}–{}); worst user's mean bounded slowdown ÷ the fairest heuristic's in each draw, average ÷ the best heuristic's in brackets\n",
+        net.sight.name(),
+        networks_header(net),
+        args.samples,
+        args.len,
+        draws[0].seed,
+        draws[n - 1].seed,
+    )?;
+    writeln!(
+        out,
+        "| workload | model | backfill | each draw | wins | holds | average within 1.1× |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|")?;
+    for (i, c) in draws[0].cells.iter().enumerate() {
+        let all: Vec<&slurp_fair::judge::Cell> = draws.iter().map(|d| &d.cells[i]).collect();
+        let ratios: Vec<String> = all
+            .iter()
+            .map(|c| {
+                let (worst, average) = c.ratios();
+                format!("{worst:.3} ({average:.2})")
+            })
+            .collect();
+        let count = |f: fn(&slurp_fair::judge::Cell) -> bool| all.iter().filter(|c| f(c)).count();
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} of {n} | {} of {n} | {} of {n} |",
+            c.workload,
+            c.model,
+            if c.backfill { "easy" } else { "none" },
+            ratios.join(", "),
+            count(|c| c.wins()),
+            count(|c| c.holds()),
+            count(|c| c.average_ok()),
+        )?;
+    }
+    writeln!(out)?;
+    for d in draws {
+        writeln!(out, "seed {}: {}", d.seed, d.summary())?;
+    }
+    writeln!(
+        out,
+        "\npasses on {} of {n} draws{}",
+        draws.iter().filter(|d| d.passed).count(),
+        if passed { "" } else { ": does not pass" }
+    )
 }
 
 fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {

@@ -837,3 +837,53 @@ fn worst(s: &serde_json::Value) -> f64 {
 fn avg(s: &serde_json::Value) -> f64 {
     s["avg_bounded_slowdown"].as_f64().unwrap()
 }
+
+/// `--draws N` judges on N draws of windows, seeds S, S+1, …: each draw is
+/// what a judge with that one seed says, cell for cell, and `--check`
+/// passes only when every draw does.
+#[test]
+fn judging_on_several_draws_gives_each_seeds_own_verdicts() {
+    let args = ["fair-v4", "gen:small:8", "--samples", "3"];
+    let several = judge_json(&[&args[..], &["--seed", "7", "--draws", "3"]].concat());
+    let draws = several["draws"].as_array().unwrap();
+    assert_eq!(draws.len(), 3);
+    for (draw, seed) in draws.iter().zip(7..) {
+        assert_eq!(draw["seed"], seed);
+        let seed = seed.to_string();
+        let one = judge_json(&[&args[..], &["--seed", &seed]].concat());
+        for key in ["cells", "wins", "holds", "averages_within", "passed"] {
+            assert_eq!(draw[key], one[key], "seed {seed}: {key}");
+        }
+    }
+    assert_ne!(draws[0]["cells"], draws[1]["cells"], "the draws differ");
+    let passing = draws.iter().filter(|d| d["passed"] == true).count();
+    assert_eq!(several["passed"], passing == 3);
+
+    let cli = |extra: &[&str]| {
+        let mut all = vec!["policy", "judge"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(&["--seed", "7", "--draws", "3"]);
+        all.extend_from_slice(extra);
+        Test::new().args(&all).run()
+    };
+    let mut lines: Vec<String> = (7..)
+        .zip(draws)
+        .map(|(seed, draw)| format!("seed {seed}: wins {} of 4 cells", draw["wins"]))
+        .collect();
+    lines.push(format!("passes on {passing} of 3 draws"));
+    lines.push("| gen:small:8 | slurp | easy |".into());
+    cli(&[])
+        .success()
+        .stdout_has(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let checked = cli(&["--check"]);
+    assert_eq!(checked.status, if passing == 3 { 0 } else { 1 });
+
+    let mut zero = vec!["policy", "judge"];
+    zero.extend_from_slice(&args);
+    zero.extend_from_slice(&["--draws", "0"]);
+    Test::new()
+        .args(&zero)
+        .run()
+        .invalid()
+        .stderr_has(&["--draws", "at least 1"]);
+}

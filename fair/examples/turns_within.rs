@@ -487,9 +487,7 @@ fn main() {
         let won = cells.iter().filter(|c| c.wins()).count();
         let held = cells.iter().filter(|c| c.holds()).count();
         let averages = cells.iter().filter(|c| c.average_ok()).count();
-        let ratio = |c: &judge::Cell| {
-            c.learned.worst_user_bounded_slowdown / c.fairest_rival().worst_user_bounded_slowdown
-        };
+        let ratio = |c: &judge::Cell| c.ratios().0;
         let geo = (cells.iter().map(|c| ratio(c).ln()).sum::<f64>() / cells.len() as f64).exp();
         let worst = cells.iter().map(ratio).fold(0.0, f64::max);
         println!(

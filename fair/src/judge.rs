@@ -99,6 +99,17 @@ impl Cell {
         }
     }
 
+    /// The model's worst user over the fairest rival's, and its average
+    /// over the best rival average: what the verdicts compare with 0.99,
+    /// 1.01 and 1.1.
+    pub fn ratios(&self) -> (f64, f64) {
+        let of = |f: fn(&Score) -> f64| f(&self.learned) / self.best(f).max(f64::MIN_POSITIVE);
+        (
+            of(|s| s.worst_user_bounded_slowdown),
+            of(|s| s.avg_bounded_slowdown),
+        )
+    }
+
     /// The rival with the lowest worst user.
     pub fn fairest_rival(&self) -> &Score {
         self.rivals
@@ -116,15 +127,7 @@ impl Cell {
 /// the worst user to the fairest heuristic's (lower first).
 pub fn rank(cells: &[Cell]) -> (usize, f64) {
     let won = cells.iter().filter(|c| c.wins() && c.average_ok()).count();
-    let ratio = cells
-        .iter()
-        .map(|c| {
-            c.learned.worst_user_bounded_slowdown
-                / c.best(|s| s.worst_user_bounded_slowdown)
-                    .max(f64::MIN_POSITIVE)
-        })
-        .sum::<f64>()
-        / cells.len().max(1) as f64;
+    let ratio = cells.iter().map(|c| c.ratios().0).sum::<f64>() / cells.len().max(1) as f64;
     (won, ratio)
 }
 
