@@ -276,7 +276,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         };
         workloads.push((path, workload, within));
     }
-    let mut draws: Vec<Draw> = Vec::new();
+    let mut draws: Vec<JudgedDraw> = Vec::new();
     for seed in (0..args.draws as u64).map(|i| args.seed.wrapping_add(i)) {
         let mut cells: Vec<Cell> = Vec::new();
         for (path, workload, within) in &workloads {
@@ -299,7 +299,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
                 Err(e) => return Ok(usage(e)),
             }
         }
-        draws.push(Draw::of(seed, cells));
+        draws.push(JudgedDraw::of(seed, cells));
     }
     let passed = draws.iter().all(|d| d.passed);
     use std::io::Write;
@@ -319,7 +319,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "seed": args.seed,
             "passed": passed,
         });
-        let fields = |d: &Draw| {
+        let fields = |d: &JudgedDraw| {
             serde_json::json!({
                 "seed": d.seed,
                 "cells": d.cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
@@ -355,7 +355,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
 }
 
 /// One draw of windows judged: its cells and the check's counts.
-struct Draw {
+struct JudgedDraw {
     seed: u64,
     cells: Vec<slurp_fair::judge::Cell>,
     wins: usize,
@@ -364,13 +364,13 @@ struct Draw {
     passed: bool,
 }
 
-impl Draw {
-    fn of(seed: u64, cells: Vec<slurp_fair::judge::Cell>) -> Draw {
+impl JudgedDraw {
+    fn of(seed: u64, cells: Vec<slurp_fair::judge::Cell>) -> JudgedDraw {
         let wins = cells.iter().filter(|c| c.wins()).count();
         let holds = cells.iter().filter(|c| c.holds()).count();
         let averages = cells.iter().filter(|c| c.average_ok()).count();
         let passed = 4 * wins >= 3 * cells.len() && holds == cells.len() && averages == cells.len();
-        Draw {
+        JudgedDraw {
             seed,
             cells,
             wins,
@@ -402,7 +402,7 @@ fn write_table(
     net: &Model,
     label: &str,
     args: &JudgeArgs,
-    draw: &Draw,
+    draw: &JudgedDraw,
 ) -> std::io::Result<()> {
     use slurp_fair::judge;
     writeln!(
@@ -467,7 +467,7 @@ fn write_draws(
     net: &Model,
     label: &str,
     args: &JudgeArgs,
-    draws: &[Draw],
+    draws: &[JudgedDraw],
     passed: bool,
 ) -> std::io::Result<()> {
     let n = draws.len();
