@@ -11,7 +11,7 @@ use slurp_fair::rollout::{self, Options, Player, Score};
 use slurp_fair::{Model, Sight, model::sidecar};
 use slurp_runtime::core::Order;
 use slurp_sim::generate::Family;
-use slurp_sim::{Machine, Window, Workload};
+use slurp_sim::{Window, Workload};
 
 #[derive(Subcommand, Debug)]
 // Each subcommand's arguments are built only when it is the one invoked
@@ -91,7 +91,7 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
     /// Jobs to generate
-    #[arg(long, value_name = "N", default_value_t = GENERATED_JOBS)]
+    #[arg(long, value_name = "N", default_value_t = slurp_sim::generate::NAMED_JOBS)]
     jobs: usize,
     /// Override the family's load (work offered over what the machine gives)
     #[arg(long, value_name = "X")]
@@ -171,32 +171,6 @@ pub struct RolloutArgs {
     hold_out: Option<String>,
 }
 
-/// Jobs a generated workload has unless its name says (`gen:FAMILY:SEED:JOBS`).
-pub const GENERATED_JOBS: usize = slurp_sim::generate::NAMED_JOBS;
-
-/// A trace file, or a generated workload named `gen:FAMILY[:SEED[:JOBS]]`
-/// (`slurp policy generate` writes the same trace as SWF).
-pub fn read_trace(path: &std::path::Path) -> Result<slurp_trace::Trace, String> {
-    slurp_sim::generate::named(&path.to_string_lossy())
-        .unwrap_or_else(|| slurp_trace::read(path).map_err(|e| format!("{}: {e}", path.display())))
-}
-
-/// A trace as the simulator replays it, on the machine its header gives.
-pub fn workload(path: &std::path::Path) -> Result<Workload, String> {
-    let trace = read_trace(path)?;
-    let machine = Machine::of(&trace).ok_or_else(|| {
-        format!(
-            "{}: the header gives no `; MaxProcs:` or `; MaxNodes:`",
-            path.display()
-        )
-    })?;
-    let workload = Workload::new(&trace, machine);
-    if workload.jobs.is_empty() {
-        return Err(format!("{}: no job can be replayed", path.display()));
-    }
-    Ok(workload)
-}
-
 fn usage(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
@@ -261,7 +235,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     // Each workload is read once, whatever the number of draws.
     let mut workloads = Vec::new();
     for path in &args.traces {
-        let workload = match workload(path) {
+        let workload = match Workload::read(path) {
             Ok(w) => w,
             Err(e) => return Ok(usage(e)),
         };
@@ -556,7 +530,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     };
     let mut workloads = Vec::new();
     for path in &args.trace {
-        match workload(path) {
+        match Workload::read(path) {
             Ok(w) => workloads.push(w),
             Err(e) => return Ok(usage(e)),
         }

@@ -98,7 +98,7 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
     if let Some(e) = policies.iter().find_map(|&p| model.check(p).err()) {
         return usage(e);
     }
-    let trace = match crate::policy::read_trace(&args.trace) {
+    let trace = match slurp_sim::workload::read_trace(&args.trace) {
         Ok(t) => t,
         Err(e) => return usage(e),
     };

@@ -232,7 +232,7 @@ pub fn train(args: &TrainArgs) -> io::Result<ExitCode> {
     }
     let mut workloads = Vec::new();
     for path in &args.traces {
-        match crate::policy::workload(path) {
+        match slurp_sim::Workload::read(path) {
             Ok(w) => workloads.push(w),
             Err(e) => return usage(e),
         }
@@ -307,7 +307,7 @@ fn evolve(
     // Validation traces: drawn as the training ones are, never searched on.
     let mut checks = Vec::new();
     for path in &args.validate {
-        match crate::policy::workload(path) {
+        match slurp_sim::Workload::read(path) {
             Ok(w) => checks.push(w),
             Err(e) => return usage(e).map(Some),
         }

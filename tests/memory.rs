@@ -176,9 +176,13 @@ fn a_task_past_its_limit_is_stopped_by_a_cgroup_v2_in_a_guest() {
             .collect()
     };
     let pace = section("pace");
+    assert!(
+        pace.contains("rc=0"),
+        "hog 400 ran whole in the guest: {pace}"
+    );
     let free = match runtimes(&pace, "hog 400", "0")[..] {
         [t] => t,
-        _ => panic!("hog 400 ran once, whole, in the guest: {pace}"),
+        _ => panic!("hog 400 ran once in the guest: {pace}"),
     };
     for (name, cgroup) in [
         ("root", "/sys/fs/cgroup/slurp-"),

@@ -57,11 +57,10 @@ use slurp_fair::Model as Network;
 use slurp_fair::judge;
 use slurp_fair::rollout::{Eyes, choose};
 use slurp_runtime::core::{FairShare, Order, Time, float_key};
-use slurp_sim::generate;
 use slurp_sim::metrics::bounded_slowdown;
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::window::Draw;
-use slurp_sim::{Machine, Metrics, Model, Schedule, SimJob, Window, Workload};
+use slurp_sim::{Metrics, Model, Schedule, SimJob, Window, Workload};
 
 /// How a rule orders the first user's jobs.
 #[derive(Debug, Clone, Copy)]
@@ -364,11 +363,7 @@ fn standing(d: &Decision<'_>) -> HashMap<i64, (f64, u32)> {
 fn load(spec: &str) -> Result<(Workload, Vec<Window>), String> {
     let mut parts = spec.split(',');
     let head = parts.next().unwrap_or_default();
-    let trace = generate::named(head).unwrap_or_else(|| {
-        slurp_trace::read(std::path::Path::new(head)).map_err(|e| format!("{head}: {e}"))
-    })?;
-    let machine = Machine::of(&trace).ok_or_else(|| format!("{head}: no MaxProcs or MaxNodes"))?;
-    let workload = Workload::new(&trace, machine);
+    let workload = Workload::read(std::path::Path::new(head))?;
     let mut draw = Draw {
         count: judge::SAMPLES,
         len: judge::LEN,

@@ -4,6 +4,8 @@
 //! unknown; a negative run time becomes 10 s; jobs that ran 0 s are
 //! dropped; jobs sorted by id. Jobs asking no processors or more than the
 //! machine has cannot be scheduled: they are dropped too, and counted.
+//! [`Workload::read`] reads one by name (a trace file or `gen:…`) for every
+//! command and tool that takes workloads.
 
 use std::fmt;
 
@@ -106,6 +108,14 @@ impl Dropped {
     }
 }
 
+/// The trace `name` stands for: a generated workload
+/// (`gen:FAMILY[:SEED[:JOBS]]`, [`crate::generate::named`]; `slurp policy
+/// generate` writes the same as SWF) or an SWF trace file.
+pub fn read_trace(name: &std::path::Path) -> Result<Trace, String> {
+    crate::generate::named(&name.to_string_lossy())
+        .unwrap_or_else(|| slurp_trace::read(name).map_err(|e| format!("{}: {e}", name.display())))
+}
+
 /// The jobs to simulate and the machine they run on.
 #[derive(Debug, Clone)]
 pub struct Workload {
@@ -117,6 +127,25 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The workload `name` stands for ([`read_trace`]), on the machine its
+    /// header gives; an error names the
+    /// workload and says what is wrong (no machine in the header, no job
+    /// that can be replayed).
+    pub fn read(name: &std::path::Path) -> Result<Workload, String> {
+        let trace = read_trace(name)?;
+        let machine = Machine::of(&trace).ok_or_else(|| {
+            format!(
+                "{}: the header gives no `; MaxProcs:` or `; MaxNodes:`",
+                name.display()
+            )
+        })?;
+        let workload = Workload::new(&trace, machine);
+        if workload.jobs.is_empty() {
+            return Err(format!("{}: no job can be replayed", name.display()));
+        }
+        Ok(workload)
+    }
+
     /// The jobs of `trace` on `machine`.
     pub fn new(trace: &Trace, machine: Machine) -> Workload {
         let mut dropped = Dropped::default();
