@@ -93,8 +93,9 @@ struct RunArgs {
     /// `fair-v3` (built in: v2 that also sees a long queue's oldest and
     /// least-served tasks; fairer than every heuristic on all of them),
     /// `fair-v4` (built in: v3 that tells narrow tasks apart on many
-    /// cores; the fairest of them, in slurp's model and RLScheduler's; with
-    /// `+easy`, `fairshare+easy` is fairer on some workloads)
+    /// cores), `fair-v5` (built in: fair-v4 with networks of its own for
+    /// EASY; the fairest of them, in slurp's model and RLScheduler's; with
+    /// `+easy`, `fairshare+easy` is still fairer on a quarter of workloads)
     /// or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
@@ -1496,7 +1497,7 @@ fn run_workload(workload: &Workload, args: &RunArgs, resume: Resume) -> io::Resu
                     policies.push(policy);
                     learned.push(None);
                 }
-                Err(e) => return usage(format!("{e}")),
+                Err(e) => return usage(slurp_fair::spec::naming_learned(e)),
             },
         }
     }

@@ -39,8 +39,8 @@ pub enum PolicyCommand {
 
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
-    /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2`, `fair-v3`,
-    /// `fair-v4` or MODEL.onnx
+    /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
+    /// `fair-v5` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -434,8 +434,8 @@ fn verdict(c: &slurp_fair::judge::Cell) -> String {
 }
 
 /// Several draws: per cell, the model's worst user against the fairest
-/// heuristic's in each draw and how many draws give each verdict; then
-/// each draw's counts.
+/// heuristic's in each draw, their geometric mean and the worst, and how
+/// many draws give each verdict; then each draw's counts.
 fn write_draws(
     out: &mut impl std::io::Write,
     net: &Model,
@@ -457,9 +457,9 @@ fn write_draws(
     )?;
     writeln!(
         out,
-        "| workload | model | backfill | each draw | wins | holds | average within 1.1× |"
+        "| workload | model | backfill | each draw | geometric mean, worst | wins | holds | average within 1.1× |"
     )?;
-    writeln!(out, "|---|---|---|---|---|---|---|")?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|")?;
     for (i, c) in draws[0].cells.iter().enumerate() {
         let all: Vec<&slurp_fair::judge::Cell> = draws.iter().map(|d| &d.cells[i]).collect();
         let ratios: Vec<String> = all
@@ -470,13 +470,18 @@ fn write_draws(
             })
             .collect();
         let count = |f: fn(&slurp_fair::judge::Cell) -> bool| all.iter().filter(|c| f(c)).count();
+        // Over many draws, the typical ratio and the worst one say more
+        // than a count of verdicts that flip at 1%.
+        let worst: Vec<f64> = all.iter().map(|c| c.ratios().0).collect();
+        let geometric = (worst.iter().map(|r| r.ln()).sum::<f64>() / n as f64).exp();
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} of {n} | {} of {n} | {} of {n} |",
+            "| {} | {} | {} | {} | {geometric:.3}, {:.3} | {} of {n} | {} of {n} | {} of {n} |",
             c.workload,
             c.model,
             if c.backfill { "easy" } else { "none" },
             ratios.join(", "),
+            worst.iter().copied().fold(f64::NAN, f64::max),
             count(|c| c.wins()),
             count(|c| c.holds()),
             count(|c| c.average_ok()),
@@ -682,7 +687,7 @@ fn networks_header(net: &Model) -> String {
             seeing(net.committed(true))
         ),
         (true, true) => format!(
-            "; its own networks for the reference model's committed choices, without backfilling{} and with EASY{}",
+            "; its own network for the reference model's committed choices without backfilling{}, and another with EASY{}",
             seeing(net.committed(false)),
             seeing(net.committed(true))
         ),

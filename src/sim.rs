@@ -89,7 +89,7 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
         .partition(|p| slurp_fair::spec::Spec::parse(p).is_some());
     let policies: Vec<PolicyKind> = match heuristics.iter().map(|p| p.parse()).collect() {
         Ok(p) => p,
-        Err(e) => return usage(e),
+        Err(e) => return usage(slurp_fair::spec::naming_learned(e)),
     };
     let model: Model = match args.model.parse() {
         Ok(m) => m,

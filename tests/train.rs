@@ -314,7 +314,8 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
         &["--sim-model", "reference", "--backfill", "easy"],
     );
     assert!(
-        run.stdout.contains("without backfilling and with EASY"),
+        run.stdout
+            .contains("without backfilling, and another with EASY"),
         "{}",
         run.stdout
     );
@@ -483,6 +484,66 @@ fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     assert_eq!(mix.committed(true).sight, Sight::V5);
     assert_eq!(mix.committed_layers(true), v7.committed_layers(true));
     assert_eq!(mix.layers(), v7.layers());
+}
+
+/// The built-in fair-v5 is what the model card's recipe assembles:
+/// fair-v4 with v7's network for committed choices under EASY and e20's
+/// for slurp's model under EASY, each copied whole into a copy of a model
+/// by `ensemble.py` (one source at weight 1, `slurp.easy` among its keys),
+/// seeing what it saw; `--trained` writes the provenance.
+#[test]
+fn fair_v5_is_fair_v4_with_the_networks_for_easy_its_card_names() {
+    let repo = common::repo();
+    let runs = repo.join("fair/trainer/runs");
+    let fair_v4 = repo.join("stdlib/policies/fair-v4.onnx");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (v4, v7, e20) = (
+        load(&fair_v4),
+        load(&runs.join("v7-validated-e1.onnx")),
+        load(&runs.join("v15-e20.onnx")),
+    );
+    let is_fair_v5 = |m: &slurp_fair::Model| {
+        assert_eq!(m.sight, Sight::V4);
+        assert_eq!(m.layers(), v4.layers());
+        assert_eq!(m.committed(false).sight, Sight::V4);
+        assert_eq!(m.committed_layers(false), v4.committed_layers(false));
+        assert_eq!(m.committed(true).sight, Sight::V5);
+        assert_eq!(m.committed_layers(true), v7.committed_layers(true));
+        let (own, theirs) = (m.slurp_easy().unwrap(), e20.slurp_easy().unwrap());
+        assert_eq!(own.sight, Sight::V5);
+        assert_eq!(own.layers(), theirs.layers());
+    };
+    is_fair_v5(&slurp_fair::built_in("fair-v5").unwrap());
+
+    let test = Test::new();
+    let (half, whole) = (test.path().join("v5a.onnx"), test.path().join("v5.onnx"));
+    let committed = format!(
+        "{}:slurp.committed.easy:1",
+        runs.join("v7-validated-e1.onnx").display()
+    );
+    let easy = format!("{}:slurp.easy:1", runs.join("v15-e20.onnx").display());
+    let first: [&std::ffi::OsStr; 4] = [
+        fair_v4.as_ref(),
+        half.as_ref(),
+        "slurp.committed.easy".as_ref(),
+        committed.as_ref(),
+    ];
+    if !model_tool("ensemble.py", &first) {
+        return;
+    }
+    let second: [&std::ffi::OsStr; 6] = [
+        half.as_ref(),
+        whole.as_ref(),
+        "slurp.easy".as_ref(),
+        easy.as_ref(),
+        "--trained".as_ref(),
+        "assembled by a test".as_ref(),
+    ];
+    assert!(model_tool("ensemble.py", &second));
+    is_fair_v5(&load(&whole));
+    let file = std::fs::read(&whole).unwrap();
+    let provenance = b"assembled by a test";
+    assert!(file.windows(provenance.len()).any(|w| w == provenance));
 }
 
 /// `turns.py START OUT ARGS`, and START and OUT loaded (`None`: skipped,

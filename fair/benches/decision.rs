@@ -2,7 +2,8 @@
 //! network (the trainer's MLP, evaluated directly), pick the slot — with 128
 //! jobs queued (every slot real) and with 5,000 (the slots chosen from a
 //! deep queue), for a v1, a v2 (site-independent), fair-v3 (v2 over wider
-//! slots) and fair-v4 (v3 with widths on log scales); and the network
+//! slots), fair-v4 (v3 with widths on log scales) and fair-v5's network
+//! for EASY (v5: the users' places in fair-share turns); and the network
 //! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
@@ -87,19 +88,22 @@ fn decisions(c: &mut Criterion) {
     // v3's slots with widths on log scales (a third logarithm a slot; the
     // network real runs use, not the committed one); the same network
     // seeing v5 (the users' places in fair-share turns: a sort of the
-    // shown users' usages more); the v2 test actor.
+    // shown users' usages more); fair-v5's network for EASY, which `+easy`
+    // runs use (v5, 8 hidden units); the v2 test actor.
     let built = |name: &str| slurp_fair::built_in(name).expect("a built-in model loads");
     let fair_v4_as_v5 = {
         let layers = built("fair-v4").layers().expect("a per-slot MLP");
         let bytes = slurp_fair::export::actor(&layers, "v5", &[]);
         Model::from_bytes(Path::new("fair-v4 as v5"), &bytes, None, None).expect("it loads")
     };
-    let models: [(&str, Model, &[usize]); 5] = [
-        ("fair-v2", built("fair-v2"), &[128]),
-        ("fair-v3", built("fair-v3"), &[128, 5000]),
-        ("fair-v4", built("fair-v4"), &[128, 5000]),
-        ("fair-v4 as v5", fair_v4_as_v5, &[128, 5000]),
-        ("v2", v2, &[128, 5000]),
+    let fair_v5_easy = std::sync::Arc::new(built("fair-v5")).in_slurp(true);
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 6] = [
+        ("fair-v2", built("fair-v2").into(), &[128]),
+        ("fair-v3", built("fair-v3").into(), &[128, 5000]),
+        ("fair-v4", built("fair-v4").into(), &[128, 5000]),
+        ("fair-v4 as v5", fair_v4_as_v5.into(), &[128, 5000]),
+        ("fair-v5+easy", fair_v5_easy, &[128, 5000]),
+        ("v2", v2.into(), &[128, 5000]),
     ];
     for (name, net, depths) in &models {
         for &queued in *depths {

@@ -49,21 +49,26 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v3`: v2's features over the wider slots (`observe_v2::wide_slots`),
 ///   evolved on the same workloads;
 /// - `fair-v4`: v4's features (v3's with widths on log scales), with a
-///   second network for committed choices (RLScheduler's reference model).
+///   second network for committed choices (RLScheduler's reference model);
+/// - `fair-v5`: fair-v4 with networks of their own under EASY backfilling,
+///   one for slurp's model and real runs, one for committed choices, each
+///   seeing v5 (the user's place in fair-share turns).
 ///
-/// None of fair-v2, fair-v3 and fair-v4 is the model behind `fair`: none
-/// passes that check everywhere (MODEL_CARD.md).
+/// None of fair-v2 … fair-v5 is the model behind `fair`: none passes that
+/// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     const V1: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
     const V1_NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
     const V2: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
     const V3: &[u8] = include_bytes!("../../stdlib/policies/fair-v3.onnx");
     const V4: &[u8] = include_bytes!("../../stdlib/policies/fair-v4.onnx");
+    const V5: &[u8] = include_bytes!("../../stdlib/policies/fair-v5.onnx");
     let (bytes, normalisers, file) = match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
         "fair-v3" => (V3, None, "fair-v3.onnx"),
         "fair-v4" => (V4, None, "fair-v4.onnx"),
+        "fair-v5" => (V5, None, "fair-v5.onnx"),
         _ => return Err(format!("no built-in model `{name}`")),
     };
     Model::from_bytes(

@@ -1,4 +1,4 @@
-"""Averages the logits of several networks for committed choices into one, carried by a model.
+"""Averages the logits of several networks into one, carried by a model (one source: a copy).
 
     # v6-modes-e1 with, for EASY, the mean of s5's shared network and its own EASY one
     python3 fair/trainer/ensemble.py fair/trainer/runs/v6-modes-e1.onnx ens.onnx \
@@ -6,8 +6,17 @@
         fair/trainer/runs/v5-turns-s5.onnx:slurp.committed \
         fair/trainer/runs/v6-modes-e1.onnx:slurp.committed.easy
 
+    # fair-v5: fair-v4 with v7's network for the reference model under EASY and e20's for
+    # slurp's model under EASY, each copied whole (one source at weight 1)
+    python3 fair/trainer/ensemble.py stdlib/policies/fair-v4.onnx v5a.onnx slurp.committed.easy \
+        fair/trainer/runs/v7-validated-e1.onnx:slurp.committed.easy:1
+    python3 fair/trainer/ensemble.py v5a.onnx fair-v5.onnx slurp.easy \
+        fair/trainer/runs/v15-e20.onnx:slurp.easy:1 \
+        --trained "fair-v4's networks without backfilling, ..."
+
 Each source is `MODEL.onnx:KEY[:WEIGHT]`: the network a model carries under the ONNX metadata
-KEY (`slurp.committed`, or `slurp.committed.easy` for EASY alone; fair/src/model.rs), one hidden
+KEY (`slurp.committed`, or `slurp.committed.easy` for EASY alone, or `slurp.easy` for slurp's
+model and real runs under EASY; fair/src/model.rs), one hidden
 layer, all seeing the same observation (the KEY`.observation` entry, else the model's own). The result is one network
 of the same form: the sources' hidden units side by side and their output weights times WEIGHT
 (default: 1/number of sources), so its logit is the weighted sum of theirs. It is written into
@@ -57,8 +66,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base", help="the model whose copy carries the result")
     ap.add_argument("out")
-    ap.add_argument("key", choices=["slurp.committed", "slurp.committed.easy"])
+    ap.add_argument("key", choices=["slurp.committed", "slurp.committed.easy", "slurp.easy"])
     ap.add_argument("sources", nargs="+", help="MODEL.onnx:KEY[:WEIGHT]")
+    ap.add_argument("--trained", help="the result's provenance (`slurp.trained`, which `slurp policy "
+                    "judge` and the model card quote) in place of BASE's")
     args = ap.parse_args()
     parts, seeing = [], None
     for spec in args.sources:
@@ -75,6 +86,8 @@ def main():
     # another one (a v4 network written into a v5 model).
     for key, value in [(args.key, json.dumps(mean(parts))), (args.key + ".observation", seeing)]:
         put(model, props, key, value)
+    if args.trained:
+        put(model, props, "slurp.trained", args.trained)
     onnx.save(model, args.out)
 
 

@@ -21,7 +21,13 @@ pub const POLICIES: &[&str] = &[
     "wfp3",
     "unicep",
     "fairshare",
+    // The learned models built into slurp (`slurp_fair::spec::BUILT_IN`,
+    // which a test in the slurp crate holds this list to).
     "fair",
+    "fair-v2",
+    "fair-v3",
+    "fair-v4",
+    "fair-v5",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
@@ -300,6 +306,8 @@ mod tests {
         assert!(parse_policy("sjf+easy").is_ok());
         assert!(parse_policy("wfp3+conservative").is_ok());
         assert!(parse_policy("fairshare+easy").is_ok());
+        assert!(parse_policy("fair-v5+easy").is_ok());
+        assert!(parse_policy("fair-v5:/m.onnx").is_err());
         assert!(parse_policy("fairshare:/m.onnx").is_err());
         assert!(parse_policy("sjf+eazy").is_err());
         assert!(parse_policy("easy+easy").is_err());
