@@ -127,8 +127,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
     /// evolve: start from this model's network (its layers, which --hidden
-    /// may only widen): to go on training one, or adapt it to a site
-    #[arg(long, value_name = "MODEL.onnx")]
+    /// may only widen): to go on training one, or adapt it to a site; a
+    /// file, or a built-in model's name (`fair-v5`)
+    #[arg(long, value_name = "MODEL")]
     init: Option<PathBuf>,
     /// evolve: the search's initial step size (default: 0.5, or 0.1 from
     /// --init)
@@ -337,9 +338,17 @@ fn evolve(
     // committed one).
     let init = match &args.init {
         None => None,
-        Some(path) => match Model::load(path, None) {
-            Ok(m) => Some((path.display(), m)),
-            Err(e) => return usage(e).map(Some),
+        // A built-in model by its name (`fair-v5`), as `--policy` and the
+        // judge take it: an installed slurp has no copy of the file.
+        Some(path) => match slurp_fair::spec::Source::of(&path.to_string_lossy()) {
+            slurp_fair::spec::Source::BuiltIn(name) => match slurp_fair::built_in(name) {
+                Ok(m) => Some((path.display(), m)),
+                Err(e) => return usage(e).map(Some),
+            },
+            slurp_fair::spec::Source::File(_) => match Model::load(path, None) {
+                Ok(m) => Some((path.display(), m)),
+                Err(e) => return usage(e).map(Some),
+            },
         },
     };
     // The network searched: from a model, a search on the reference

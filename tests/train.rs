@@ -486,6 +486,36 @@ fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     assert_eq!(mix.layers(), v7.layers());
 }
 
+/// `--init` takes a built-in model by its name, as `--policy` does (an
+/// installed slurp has no copy of the file): the same search as from the
+/// file, and it keeps the model's other networks.
+#[test]
+fn a_site_search_can_start_from_a_built_in_model_by_name() {
+    let file = common::repo().join("stdlib/policies/fair-v5.onnx");
+    let search = |init: &str| {
+        let more = ["--init", init, "--sim-model", "slurp", "--backfill", "easy"];
+        let test = small_search("site.onnx", "1", &more);
+        test.run().success();
+        std::fs::read(test.path().join("site.onnx")).unwrap()
+    };
+    let (by_name, by_file) = (search("fair-v5"), search(file.to_str().unwrap()));
+    // The provenance names the start as it was given; the networks agree.
+    let load = |bytes: &[u8]| {
+        slurp_fair::Model::from_bytes(std::path::Path::new("site.onnx"), bytes, None, None).unwrap()
+    };
+    let (named, filed) = (load(&by_name), load(&by_file));
+    let v5 = slurp_fair::built_in("fair-v5").unwrap();
+    for m in [&named, &filed] {
+        assert_eq!(m.layers(), v5.layers());
+        assert_eq!(m.committed_layers(false), v5.committed_layers(false));
+        assert_eq!(m.committed_layers(true), v5.committed_layers(true));
+    }
+    let searched = |m: &slurp_fair::Model| m.slurp_easy().unwrap().layers();
+    assert_eq!(searched(&named), searched(&filed));
+    let test = small_search("x.onnx", "1", &["--init", "fair-v9"]);
+    test.run().invalid().stderr_has(&["fair-v9"]);
+}
+
 /// The built-in fair-v5 is what the model card's recipe assembles:
 /// fair-v4 with v7's network for committed choices under EASY and e20's
 /// for slurp's model under EASY, each copied whole into a copy of a model
