@@ -208,11 +208,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::judge::{self, Cell};
     let source = slurp_fair::spec::Source::of(&args.model);
     let builtin = matches!(source, slurp_fair::spec::Source::BuiltIn(_));
-    let spec = slurp_fair::spec::Spec {
-        model: source,
-        backfill: false,
-    };
-    let net = match spec.load() {
+    let net = match source.load().map(std::sync::Arc::new) {
         Ok(m) => m,
         Err(e) => return Ok(usage(e)),
     };
@@ -275,7 +271,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         }
         draws.push(JudgedDraw::of(seed, cells));
     }
-    let passed = draws.iter().all(|d| d.passed);
+    let passed = draws.iter().all(|d| d.tally.passes());
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -297,10 +293,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             serde_json::json!({
                 "seed": d.seed,
                 "cells": d.cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
-                "wins": d.wins,
-                "holds": d.holds,
-                "averages_within": d.averages,
-                "passed": d.passed,
+                "wins": d.tally.wins,
+                "holds": d.tally.holds,
+                "averages_within": d.tally.averages,
+                "passed": d.tally.passes(),
             })
         };
         // One draw: its figures at the top level, as before `--draws`.
@@ -332,36 +328,24 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
 struct JudgedDraw {
     seed: u64,
     cells: Vec<slurp_fair::judge::Cell>,
-    wins: usize,
-    holds: usize,
-    averages: usize,
-    passed: bool,
+    tally: slurp_fair::judge::Tally,
 }
 
 impl JudgedDraw {
     fn of(seed: u64, cells: Vec<slurp_fair::judge::Cell>) -> JudgedDraw {
-        let wins = cells.iter().filter(|c| c.wins()).count();
-        let holds = cells.iter().filter(|c| c.holds()).count();
-        let averages = cells.iter().filter(|c| c.average_ok()).count();
-        let passed = 4 * wins >= 3 * cells.len() && holds == cells.len() && averages == cells.len();
-        JudgedDraw {
-            seed,
-            cells,
-            wins,
-            holds,
-            averages,
-            passed,
-        }
+        let tally = slurp_fair::judge::Tally::of(&cells);
+        JudgedDraw { seed, cells, tally }
     }
 
     fn summary(&self) -> String {
+        let t = &self.tally;
         format!(
             "wins {} of {} cells (≥ 1% below every heuristic's worst user), holds {} (≤ 1% above the fairest), average within 1.1× the best in {}: {}",
-            self.wins,
-            self.cells.len(),
-            self.holds,
-            self.averages,
-            if self.passed {
+            t.wins,
+            t.cells,
+            t.holds,
+            t.averages,
+            if t.passes() {
                 "passes"
             } else {
                 "does not pass"
@@ -469,22 +453,21 @@ fn write_draws(
                 format!("{worst:.3} ({average:.2})")
             })
             .collect();
-        let count = |f: fn(&slurp_fair::judge::Cell) -> bool| all.iter().filter(|c| f(c)).count();
         // Over many draws, the typical ratio and the worst one say more
         // than a count of verdicts that flip at 1%.
-        let worst: Vec<f64> = all.iter().map(|c| c.ratios().0).collect();
-        let geometric = (worst.iter().map(|r| r.ln()).sum::<f64>() / n as f64).exp();
+        let t = slurp_fair::judge::Tally::of(all.iter().copied());
         writeln!(
             out,
-            "| {} | {} | {} | {} | {geometric:.3}, {:.3} | {} of {n} | {} of {n} | {} of {n} |",
+            "| {} | {} | {} | {} | {:.3}, {:.3} | {} of {n} | {} of {n} | {} of {n} |",
             c.workload,
             c.model,
             if c.backfill { "easy" } else { "none" },
             ratios.join(", "),
-            worst.iter().copied().fold(f64::NAN, f64::max),
-            count(|c| c.wins()),
-            count(|c| c.holds()),
-            count(|c| c.average_ok()),
+            t.geometric,
+            t.worst,
+            t.wins,
+            t.holds,
+            t.averages,
         )?;
     }
     writeln!(out)?;
@@ -494,7 +477,7 @@ fn write_draws(
     writeln!(
         out,
         "\npasses on {} of {n} draws{}",
-        draws.iter().filter(|d| d.passed).count(),
+        draws.iter().filter(|d| d.tally.passes()).count(),
         if passed { "" } else { ": does not pass" }
     )
 }

@@ -340,15 +340,9 @@ fn evolve(
         None => None,
         // A built-in model by its name (`fair-v5`), as `--policy` and the
         // judge take it: an installed slurp has no copy of the file.
-        Some(path) => match slurp_fair::spec::Source::of(&path.to_string_lossy()) {
-            slurp_fair::spec::Source::BuiltIn(name) => match slurp_fair::built_in(name) {
-                Ok(m) => Some((path.display(), m)),
-                Err(e) => return usage(e).map(Some),
-            },
-            slurp_fair::spec::Source::File(_) => match Model::load(path, None) {
-                Ok(m) => Some((path.display(), m)),
-                Err(e) => return usage(e).map(Some),
-            },
+        Some(path) => match slurp_fair::spec::Source::of(&path.to_string_lossy()).load() {
+            Ok(m) => Some((path.display(), m)),
+            Err(e) => return usage(e).map(Some),
         },
     };
     // The network searched: from a model, a search on the reference

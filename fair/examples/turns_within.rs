@@ -479,15 +479,15 @@ fn main() {
         specs.len()
     );
     for ((rule, backfill), cells) in &tally {
-        let won = cells.iter().filter(|c| c.wins()).count();
-        let held = cells.iter().filter(|c| c.holds()).count();
-        let averages = cells.iter().filter(|c| c.average_ok()).count();
-        let ratio = |c: &judge::Cell| c.ratios().0;
-        let geo = (cells.iter().map(|c| ratio(c).ln()).sum::<f64>() / cells.len() as f64).exp();
-        let worst = cells.iter().map(ratio).fold(0.0, f64::max);
+        let t = judge::Tally::of(cells);
         println!(
-            "{rule:18} {:4} {won:2} / {held:2} / {averages:2}  {geo:.3}  {worst:.2}",
-            if *backfill { "easy" } else { "none" }
+            "{rule:18} {:4} {:2} / {:2} / {:2}  {:.3}  {:.2}",
+            if *backfill { "easy" } else { "none" },
+            t.wins,
+            t.holds,
+            t.averages,
+            t.geometric,
+            t.worst
         );
     }
 }

@@ -122,6 +122,54 @@ impl Cell {
     }
 }
 
+/// What the check counts over a set of cells (one draw's, or one cell's
+/// over several draws), and how far the worst user is from the fairest
+/// heuristic's across them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tally {
+    pub cells: usize,
+    /// Worst user at least 1% below every rival's.
+    pub wins: usize,
+    /// At most 1% above the fairest rival's.
+    pub holds: usize,
+    /// Average within 1.1× the best rival's.
+    pub averages: usize,
+    /// The geometric mean of [`Cell::ratios`]' first ratio, and its largest.
+    pub geometric: f64,
+    pub worst: f64,
+}
+
+impl Tally {
+    pub fn of<'a>(cells: impl IntoIterator<Item = &'a Cell>) -> Tally {
+        let mut t = Tally {
+            cells: 0,
+            wins: 0,
+            holds: 0,
+            averages: 0,
+            geometric: 0.0,
+            worst: f64::NAN,
+        };
+        let mut logs = 0.0;
+        for c in cells {
+            t.cells += 1;
+            t.wins += usize::from(c.wins());
+            t.holds += usize::from(c.holds());
+            t.averages += usize::from(c.average_ok());
+            let ratio = c.ratios().0;
+            logs += ratio.ln();
+            t.worst = t.worst.max(ratio);
+        }
+        t.geometric = (logs / t.cells.max(1) as f64).exp();
+        t
+    }
+
+    /// The check: at least 3 of every 4 cells won, every cell held, every
+    /// average kept.
+    pub fn passes(&self) -> bool {
+        4 * self.wins >= 3 * self.cells && self.holds == self.cells && self.averages == self.cells
+    }
+}
+
 /// How kept models are ranked before judging (on training windows): the
 /// cells won with the average within 1.1× the best, then the mean ratio of
 /// the worst user to the fairest heuristic's (lower first).

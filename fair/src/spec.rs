@@ -43,6 +43,24 @@ impl Source {
             None => Source::File(PathBuf::from(name)),
         }
     }
+
+    /// Loads the model: what `--policy`, `slurp policy judge` and `slurp
+    /// policy train --init` name. A file that is not there and does not
+    /// look like one (`fair-v9`) is told the built-in names.
+    pub fn load(&self) -> Result<Model, String> {
+        match self {
+            Source::File(path) => Model::load(path, None).map_err(|e| {
+                if path.extension().is_none() && !path.exists() {
+                    format!("{e} (nor is it a built-in model: {})", BUILT_IN.join(", "))
+                } else {
+                    e.to_string()
+                }
+            }),
+            Source::BuiltIn(name) => {
+                crate::built_in(name).map_err(|e| format!("the built-in `{name}` model: {e}"))
+            }
+        }
+    }
 }
 
 impl Spec {
@@ -73,14 +91,7 @@ impl Spec {
 
     /// Loads the model it names.
     pub fn load(&self) -> Result<Arc<Model>, String> {
-        match &self.model {
-            Source::File(path) => Model::load(path, None)
-                .map(Arc::new)
-                .map_err(|e| e.to_string()),
-            Source::BuiltIn(name) => crate::built_in(name)
-                .map(Arc::new)
-                .map_err(|e| format!("the built-in `{name}` model: {e}")),
-        }
+        self.model.load().map(Arc::new)
     }
 }
 
