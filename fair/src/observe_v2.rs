@@ -505,17 +505,31 @@ struct Logs {
     slow: f64,
 }
 
-/// v5's feature 1 of each shown job: its user's place in fair-share turns
-/// among the shown jobs' users, `1 / (1 + distinct usages below its own)`.
-fn turns(shown: &[Shown], shares: &Snapshot<'_>) -> Vec<f32> {
-    let usage: Vec<u64> = shown.iter().map(|s| rank(shares, s.user)).collect();
-    let mut distinct = usage.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    usage
-        .iter()
-        .map(|u| 1.0 / (1 + distinct.partition_point(|d| d < u)) as f32)
-        .collect()
+/// What a slot's features 5–8 read of its user, reckoned once for each
+/// user among the shown jobs (a user's lookups and its fair-share factor's
+/// `exp2` had been paid at every one of its slots).
+#[derive(Debug, Clone, Copy)]
+struct OfUser {
+    /// Feature 5.
+    relative: f32,
+    /// Feature 6.
+    factor: f32,
+    /// Feature 7.
+    running: f32,
+    /// The user's shown jobs (v2's and v3's feature 8).
+    shown: usize,
+    /// The user's decayed usage, ordered, and its place in fair-share
+    /// turns (v5's feature 1).
+    usage: u64,
+    turn: f32,
+}
+
+/// `log10(x)` through `log2`, which glibc computes directly, where its
+/// `log10` goes through `ln` and corrects: an observation takes up to four
+/// logarithms a slot, most of its time, and the two agree to an ulp or so,
+/// far below the features' `f32`.
+fn log10(x: f64) -> f64 {
+    x.log2() * std::f64::consts::LOG10_2
 }
 
 fn clip(x: f64, lo: f64, hi: f64) -> f32 {
@@ -539,7 +553,7 @@ pub fn observe(
     let widths = sight.widths();
     let k = shown.len().max(1) as f64;
     // Each slot's logarithms once (they are most of an observation's
-    // time), and how many shown jobs each user has.
+    // time).
     let mut logs = Vec::with_capacity(shown.len());
     let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
     let logs_of_widths = widths == Widths::Logs;
@@ -548,17 +562,17 @@ pub fn observe(
     let mut before: Option<(&Shown, Logs)> = None;
     for s in shown {
         let same = |f: fn(&Shown) -> u64| before.filter(|(b, _)| f(b) == f(s)).map(|(_, l)| l);
-        let r = same(|s| s.estimate).map_or_else(|| (s.estimate.max(1) as f64).log10(), |l| l.r);
-        let w = same(|s| s.wait).map_or_else(|| (1.0 + s.wait as f64).log10(), |l| l.w);
+        let r = same(|s| s.estimate).map_or_else(|| log10(s.estimate.max(1) as f64), |l| l.r);
+        let w = same(|s| s.wait).map_or_else(|| log10(1.0 + s.wait as f64), |l| l.w);
         // Only v4 pays for a third logarithm a slot.
         let n = match same(|s| s.cores) {
             Some(l) => l.n,
-            None if logs_of_widths => (s.cores.max(1) as f64).log10(),
+            None if logs_of_widths => log10(s.cores.max(1) as f64),
             None => 0.0,
         };
         let slow = match before.filter(|(b, _)| (b.wait, b.estimate) == (s.wait, s.estimate)) {
             Some((_, l)) => l.slow,
-            None => slowdown(s.wait, s.estimate).log10(),
+            None => log10(slowdown(s.wait, s.estimate)),
         };
         let these = Logs { r, w, n, slow };
         before = Some((s, these));
@@ -567,41 +581,62 @@ pub fn observe(
         sum_n += n;
         logs.push(these);
     }
-    // The shown jobs' users, sorted: a user's count is the length of its
-    // run (no hashing at every decision). v4 does not count them.
-    let mut users: Vec<i64> = Vec::new();
-    if !logs_of_widths {
-        users.extend(shown.iter().map(|s| s.user));
-        users.sort_unstable();
-    }
-    let shown_of =
-        |user: i64| users.partition_point(|&u| u <= user) - users.partition_point(|&u| u < user);
     let (log_r, log_w, log_n) = (sum_r / k, sum_w / k, sum_n / k);
     let c = cores.max(1) as f64;
-    let log_c = c.log10();
+    let log_c = log10(c);
     // v3: each user's mean over its started jobs and its waiting ones at
     // their slowdown so far, against the largest such mean of any user.
     let secs = now.0 / 1000;
     let largest = projection.map_or(standing.largest, |p| p.largest);
     let shares = standing.shares.at(now);
-    let turns = sight.turns().then(|| turns(shown, &shares));
+    // The shown jobs' users, each once: the slots sorted by user, a run of
+    // them one user (no hashing at every slot).
+    let mut by_user: Vec<(i64, usize)> = shown.iter().map(|s| s.user).zip(0..).collect();
+    by_user.sort_unstable();
+    let mut of_slot = vec![0; shown.len()];
+    let mut users: Vec<OfUser> = Vec::new();
+    for run in by_user.chunk_by(|a, b| a.0 == b.0) {
+        let user = run[0].0;
+        let u = standing.user(user);
+        let mean = match projection {
+            None => (u.jobs > 0).then_some(u.mean),
+            Some(p) => projected_of(u, p.waiting, user, secs),
+        };
+        for &(_, slot) in run {
+            of_slot[slot] = users.len();
+        }
+        users.push(OfUser {
+            relative: match mean {
+                Some(m) if largest > 0.0 => (m / largest) as f32,
+                _ => 0.0,
+            },
+            factor: shares.factor(account(user)) as f32,
+            running: clip(u.running as f64 / c, 0.0, 1.0),
+            shown: run.len(),
+            usage: if sight.turns() {
+                rank(&shares, user)
+            } else {
+                0
+            },
+            turn: 0.0,
+        });
+    }
+    // v5's feature 1: a user's place in fair-share turns among the shown
+    // jobs' users, `1 / (1 + distinct usages below its own)`.
+    let mut usages: Vec<u64> = users.iter().map(|u| u.usage).collect();
+    usages.sort_unstable();
+    usages.dedup();
+    for u in &mut users {
+        u.turn = 1.0 / (1 + usages.partition_point(|&d| d < u.usage)) as f32;
+    }
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, l)) in shown.iter().zip(&logs).enumerate() {
-        let u = standing.user(s.user);
-        let mean = match projection {
-            None => (u.jobs > 0).then_some(u.mean),
-            Some(p) => projected_of(u, p.waiting, s.user, secs),
-        };
-        let relative = match mean {
-            Some(m) if largest > 0.0 => (m / largest) as f32,
-            _ => 0.0,
-        };
-        let factor = shares.factor(account(s.user)) as f32;
+        let u = &users[of_slot[slot]];
         let (width, eighth) = match widths {
             Widths::Shares => (
                 clip(s.cores as f64 / c, 0.0, 1.0),
-                (shown_of(s.user) as f64 / k) as f32,
+                (u.shown as f64 / k) as f32,
             ),
             Widths::Logs => (
                 clip(1.0 + (l.n - log_c) / 6.0, 0.0, 1.0),
@@ -609,15 +644,15 @@ pub fn observe(
             ),
         };
         // v5: the user's place in turns instead of the width's share.
-        let first = turns.as_ref().map_or(width, |t| t[slot]);
+        let first = if sight.turns() { u.turn } else { width };
         features.extend_from_slice(&[
             first,
             clip((l.r - log_r) / 2.0, -1.0, 1.0),
             clip(l.slow / 3.0, 0.0, 1.0),
             clip((l.w - log_w) / 3.0, -1.0, 1.0),
-            relative,
-            factor,
-            clip(u.running as f64 / c, 0.0, 1.0),
+            u.relative,
+            u.factor,
+            u.running,
             eighth,
             if s.fits { 1.0 } else { 0.0 },
         ]);
