@@ -811,3 +811,72 @@ fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
     }
     assert_eq!(out.matches(" of 5; ").count(), 2, "{out}");
 }
+
+/// The logit a one-hidden-layer network (`w` inputs × outputs, row-major)
+/// gives one slot's features.
+fn logit(layers: &[slurp_fair::export::Dense], x: &[f32]) -> f32 {
+    let [hidden, out] = layers else {
+        panic!("one hidden layer, got {}", layers.len() - 1)
+    };
+    let h = hidden.outputs();
+    let units = (0..h).map(|j| {
+        let pre = hidden.b[j]
+            + (0..x.len())
+                .map(|i| x[i] * hidden.w[i * h + j])
+                .sum::<f32>();
+        pre.max(0.0)
+    });
+    out.b[0] + units.zip(&out.w).map(|(u, w)| u * w).sum::<f32>()
+}
+
+#[test]
+fn blend_adds_its_score_to_the_network_it_names_and_to_no_other() {
+    // fair/trainer/blend.py, the card's "two levers that did not carry":
+    // the named network's logit becomes its own plus alpha times the score,
+    // every other network is the source's.
+    let repo = common::repo();
+    let source = repo.join("stdlib/policies/fair-v5.onnx");
+    let test = Test::new();
+    let out = test.path().join("blended.onnx");
+    let args: [&std::ffi::OsStr; 8] = [
+        source.as_ref(),
+        out.as_ref(),
+        "--alpha".as_ref(),
+        "2.5".as_ref(),
+        "--score".as_ref(),
+        "area".as_ref(),
+        "--network".as_ref(),
+        "slurp.committed".as_ref(),
+    ];
+    if !model_tool("blend.py", &args) {
+        return;
+    }
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (before, after) = (load(&source), load(&out));
+    assert_eq!(after.layers(), before.layers());
+    assert_eq!(after.committed_layers(true), before.committed_layers(true));
+    assert_eq!(
+        after.slurp_easy().unwrap().layers(),
+        before.slurp_easy().unwrap().layers()
+    );
+    assert_eq!(after.committed(false).sight, before.committed(false).sight);
+    let (old, new) = (
+        before.committed_layers(false).unwrap(),
+        after.committed_layers(false).unwrap(),
+    );
+    assert_eq!(new[0].outputs(), old[0].outputs() + 2);
+    // Slots of features in their ranges: feature 2 (index 1) and 8 (index
+    // 7) of either sign, so both added units are exercised.
+    for k in 0..64u32 {
+        let seed = k.wrapping_mul(2_654_435_761);
+        let x: Vec<f32> = (0..9)
+            .map(|i| ((seed.rotate_left(i * 3) % 2001) as f32 / 1000.0 - 1.0) * 0.9)
+            .collect();
+        let want = logit(&old, &x) + 2.5 * -(x[1] + x[7]);
+        let got = logit(&new, &x);
+        assert!(
+            (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+            "slot {k}: {got} against {want}"
+        );
+    }
+}
