@@ -360,9 +360,13 @@ impl Chooser for Learned {
             }
         };
         let chosen = match &self.who {
-            Who::Network(model) => model
-                .logits(&obs)
-                .map(|logits| choose(&logits, self.rng.as_mut())),
+            Who::Network(model) => model.logits(&obs).map(|logits| {
+                match (&mut self.rng, &self.steps) {
+                    // Neither drawn nor recorded: no probabilities.
+                    (None, None) => (crate::rollout::best(&logits), 0.0),
+                    (rng, _) => choose(&logits, rng.as_mut()),
+                }
+            }),
             Who::Teacher(order, _) => {
                 let now = decision.now;
                 // `fairshare` ranks users by the usage v2's standing keeps.

@@ -605,29 +605,28 @@ pub fn observe(
         for &(_, slot) in run {
             of_slot[slot] = users.len();
         }
+        let (usage, factor) = shares.rank_and_factor(account(user));
         users.push(OfUser {
             relative: match mean {
                 Some(m) if largest > 0.0 => (m / largest) as f32,
                 _ => 0.0,
             },
-            factor: shares.factor(account(user)) as f32,
+            factor: factor as f32,
             running: clip(u.running as f64 / c, 0.0, 1.0),
             shown: run.len(),
-            usage: if sight.turns() {
-                rank(&shares, user)
-            } else {
-                0
-            },
+            usage: float_key(usage),
             turn: 0.0,
         });
     }
     // v5's feature 1: a user's place in fair-share turns among the shown
     // jobs' users, `1 / (1 + distinct usages below its own)`.
-    let mut usages: Vec<u64> = users.iter().map(|u| u.usage).collect();
-    usages.sort_unstable();
-    usages.dedup();
-    for u in &mut users {
-        u.turn = 1.0 / (1 + usages.partition_point(|&d| d < u.usage)) as f32;
+    if sight.turns() {
+        let mut usages: Vec<u64> = users.iter().map(|u| u.usage).collect();
+        usages.sort_unstable();
+        usages.dedup();
+        for u in &mut users {
+            u.turn = 1.0 / (1 + usages.partition_point(|&d| d < u.usage)) as f32;
+        }
     }
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];

@@ -162,16 +162,22 @@ pub fn draws(seed: u64, window: Window) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ (window.start as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
-/// The slot to take from masked `logits`, and its log-probability.
+/// The best slot of masked `logits` (the first of equals).
+pub fn best(logits: &[f32]) -> usize {
+    logits
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best })
+}
+
+/// The slot to take from masked `logits`, and its log-probability (what a
+/// trainer records; a choice that is not recorded needs only [`best`]).
 pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
     let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let weights: Vec<f64> = logits.iter().map(|&l| ((l - top) as f64).exp()).collect();
     let total: f64 = weights.iter().sum();
     let pick = match rng {
-        None => logits
-            .iter()
-            .enumerate()
-            .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best }),
+        None => best(logits),
         Some(rng) => {
             let mut u = rng.random::<f64>() * total;
             let mut pick = weights.len() - 1;

@@ -320,11 +320,22 @@ impl Snapshot<'_> {
 
     /// `user`'s fair-share factor, 2^(−U/S).
     pub fn factor(&self, user: u32) -> f64 {
+        self.factor_of(self.scaled(user))
+    }
+
+    /// `user`'s [rank](Self::rank) and [factor](Self::factor), its usage
+    /// looked up once.
+    pub fn rank_and_factor(&self, user: u32) -> (f64, f64) {
+        let scaled = self.scaled(user);
+        (scaled, self.factor_of(scaled))
+    }
+
+    fn factor_of(&self, scaled: f64) -> f64 {
         if self.total <= 0.0 {
             return 1.0;
         }
         let share = 1.0 / self.shares.users().max(1) as f64;
-        (-(self.scaled(user) / self.total) / share).exp2()
+        (-(scaled / self.total) / share).exp2()
     }
 
     /// `user`'s usage in the scaled units the order is kept in: it orders
