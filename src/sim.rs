@@ -36,9 +36,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "START:LEN", conflicts_with = "samples")]
     window: Option<String>,
     /// Replay K random windows (of --len jobs, from --seed) and average them
-    #[arg(long, value_name = "K", requires = "len")]
+    #[arg(long, value_name = "K")]
     samples: Option<usize>,
-    /// Jobs per random window
+    /// Jobs per random window (default: 1024, as `slurp policy judge`)
     #[arg(long, value_name = "L", requires = "samples")]
     len: Option<usize>,
     /// Draw the random windows inside jobs FROM..TO only (`320000..`: from
@@ -257,7 +257,8 @@ fn windows(args: &SimArgs, workload: &Workload) -> Result<Vec<Window>, String> {
         w.check(jobs).map_err(|e| format!("--window: {e}"))?;
         return Ok(vec![w]);
     }
-    if let (Some(count), Some(len)) = (args.samples, args.len) {
+    if let Some(count) = args.samples {
+        let len = args.len.unwrap_or(slurp_fair::judge::LEN);
         if count == 0 {
             return Err("--samples: at least one window".into());
         }

@@ -112,6 +112,47 @@ fn the_reference_model_gives_jobs_whole_nodes() {
 }
 
 #[test]
+fn samples_without_len_are_the_judges_windows_of_1024_jobs() {
+    // `slurp sim T --samples K` draws what `slurp policy judge` draws by
+    // default: windows of 1,024 jobs, the same starts as with `--len 1024`.
+    let mut trace = String::from("; MaxProcs: 8\n");
+    for i in 1..=4000 {
+        trace.push_str(&format!(
+            "{i} {} -1 {} {} -1 -1 -1 -1 -1 1 {} 1 -1 -1 -1 -1 -1\n",
+            i * 5,
+            20 + i % 17,
+            1 + i % 8,
+            i % 7
+        ));
+    }
+    let plain = sim_json(
+        &trace,
+        &["--policy", "fcfs", "--samples", "3", "--seed", "9"],
+    );
+    let windows = plain["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 3);
+    assert!(windows.iter().all(|w| w["len"] == 1024), "{windows:?}");
+    let explicit = sim_json(
+        &trace,
+        &[
+            "--policy",
+            "fcfs",
+            "--samples",
+            "3",
+            "--len",
+            "1024",
+            "--seed",
+            "9",
+        ],
+    );
+    assert_eq!(plain["windows"], explicit["windows"]);
+    assert_eq!(
+        policy(&plain, "fcfs")["summary"],
+        policy(&explicit, "fcfs")["summary"]
+    );
+}
+
+#[test]
 fn windows_select_jobs_and_samples_are_seeded() {
     // Jobs 1..=3 only: job 4 never arrives.
     let doc = sim_json(TINY, &["--policy", "fcfs", "--window", "1:2"]);
