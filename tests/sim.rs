@@ -50,6 +50,22 @@ fn samples(trace: &str, seed: &str) -> Value {
     )
 }
 
+/// `n` jobs on `procs` processors, one every 7 s: 30–42 s long, 1 to
+/// `procs` wide, of five users.
+fn steady(n: u32, procs: u32) -> String {
+    let mut swf = format!("; MaxProcs: {procs}\n");
+    for i in 1..=n {
+        swf.push_str(&format!(
+            "{i} {} -1 {} {} -1 -1 -1 -1 -1 1 {} 1 -1 -1 -1 -1 -1\n",
+            i * 7,
+            30 + i % 13,
+            1 + i % procs,
+            i % 5
+        ));
+    }
+    swf
+}
+
 fn policy<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["policies"]
         .as_array()
@@ -115,16 +131,7 @@ fn the_reference_model_gives_jobs_whole_nodes() {
 fn samples_without_len_are_the_judges_windows_of_1024_jobs() {
     // `slurp sim T --samples K` draws what `slurp policy judge` draws by
     // default: windows of 1,024 jobs, the same starts as with `--len 1024`.
-    let mut trace = String::from("; MaxProcs: 8\n");
-    for i in 1..=4000 {
-        trace.push_str(&format!(
-            "{i} {} -1 {} {} -1 -1 -1 -1 -1 1 {} 1 -1 -1 -1 -1 -1\n",
-            i * 5,
-            20 + i % 17,
-            1 + i % 8,
-            i % 7
-        ));
-    }
+    let trace = steady(4000, 8);
     let plain = sim_json(
         &trace,
         &["--policy", "fcfs", "--samples", "3", "--seed", "9"],
@@ -161,16 +168,7 @@ fn windows_select_jobs_and_samples_are_seeded() {
     // Job 2 starts at 1 on an empty machine, job 3 waits for it: 6.
     assert!(close(&m["avg_wait"], 2.0), "{m}");
 
-    let mut many = String::from("; MaxProcs: 4\n");
-    for i in 1..=200 {
-        many.push_str(&format!(
-            "{i} {} -1 {} {} -1 -1 -1 -1 -1 1 {} 1 -1 -1 -1 -1 -1\n",
-            i * 7,
-            30 + i % 13,
-            1 + i % 4,
-            i % 5
-        ));
-    }
+    let many = steady(200, 4);
     let a = samples(&many, "3");
     let b = samples(&many, "3");
     assert_eq!(a["windows"], b["windows"], "same seed, same windows");

@@ -27,7 +27,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-FEATURES = 9
+from turns import carried, plus_score
+
 # Zero-based feature indices: 1 is feature 2 (the estimate), 7 feature 8 (the width, v4 and v5).
 SCORES = {
     "area": {1: -1.0, 7: -1.0},
@@ -37,17 +38,6 @@ SCORES = {
     "wide4": {1: -1.0, 7: -4.0},
 }
 KEYS = ("graph", "slurp.easy", "slurp.committed", "slurp.committed.easy")
-
-
-def with_score(w0, b0, w1, alpha, score):
-    """The layers with `alpha x score` as two more hidden units."""
-    s = np.zeros(FEATURES)
-    for i, weight in SCORES[score].items():
-        s[i] = weight
-    w0 = np.concatenate([w0, s[:, None], -s[:, None]], 1)
-    b0 = np.concatenate([b0, [0.0, 0.0]])
-    w1 = np.concatenate([w1, [[alpha], [-alpha]]], 0)
-    return w0, b0, w1
 
 
 def main():
@@ -66,22 +56,17 @@ def main():
         if missing:
             raise SystemExit(f"{args.model}: its network is not one hidden layer (no {sorted(missing)})")
         arrays = [numpy_helper.to_array(init[n]).astype(np.float64) for n in ("w0", "b0", "w1")]
-        for name, array in zip(("w0", "b0", "w1"), with_score(*arrays, args.alpha, args.score)):
+        blended = plus_score(*arrays, SCORES[args.score], args.alpha)
+        for name, array in zip(("w0", "b0", "w1"), blended):
             init[name].CopyFrom(numpy_helper.from_array(array.astype(np.float32), name))
     else:
         if args.network not in props:
             raise SystemExit(f"{args.model}: no network {args.network}")
-        layers = json.loads(props[args.network].value)
-        if len(layers) != 2:
-            raise SystemExit(f"{args.model}: {args.network} has {len(layers) - 1} hidden layers; "
-                             "this adds to a network of one")
-        w0 = np.array(layers[0]["w"], dtype=np.float64).reshape(FEATURES, -1)
-        b0 = np.array(layers[0]["b"], dtype=np.float64)
-        w1 = np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1)
-        w0, b0, w1 = with_score(w0, b0, w1, args.alpha, args.score)
+        w0, b0, w1, b1 = carried(args.model, props, args.network)
+        w0, b0, w1 = plus_score(w0, b0, w1, SCORES[args.score], args.alpha)
         props[args.network].value = json.dumps([
             {"w": w0.ravel().tolist(), "b": b0.tolist()},
-            {"w": w1.ravel().tolist(), "b": layers[1]["b"]},
+            {"w": w1.ravel().tolist(), "b": b1.tolist()},
         ])
     onnx.save(model, args.out)
     print(f"wrote {args.out}: {args.network} plus {args.alpha} x the {args.score} score")

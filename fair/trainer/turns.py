@@ -67,6 +67,32 @@ def put(model, props, key, value):
     props[key].value = value
 
 
+def carried(path, props, key):
+    """The arrays (w0, b0, w1, b1) of the one-hidden-layer network a model carries under the
+    metadata `key` (its `props`, read from `path`)."""
+    layers = json.loads(props[key].value)
+    if len(layers) != 2:
+        raise SystemExit(f"{path}: its network {key} has {len(layers) - 1} hidden layers; "
+                         "this adds to a network of one")
+    w0 = np.array(layers[0]["w"], dtype=np.float64).reshape(FEATURES, -1)
+    b0 = np.array(layers[0]["b"], dtype=np.float64)
+    w1 = np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1)
+    b1 = np.array(layers[1]["b"], dtype=np.float64)
+    return w0, b0, w1, b1
+
+
+def plus_score(w0, b0, w1, score, weight):
+    """The layers (one hidden) with `weight x s` added to the logit as two more hidden units,
+    `relu(s) - relu(-s)`, where `s` is the linear score `score` ({feature index: weight})."""
+    s = np.zeros(FEATURES)
+    for i, w in score.items():
+        s[i] = w
+    w0 = np.concatenate([w0, s[:, None], -s[:, None]], 1)
+    b0 = np.concatenate([b0, [0.0, 0.0]])
+    w1 = np.concatenate([w1, [[weight], [-weight]]], 0)
+    return w0, b0, w1
+
+
 def with_score(w0, b0, w1, beta, within="earliest", saw="v4", rescue=None, alone=False):
     """The layers plus `beta x` the score as two more units, feature 1's weights zeroed where the
     network saw v4's feature 1 (the width's share of the instance); with `rescue` X one more unit,
@@ -77,12 +103,7 @@ def with_score(w0, b0, w1, beta, within="earliest", saw="v4", rescue=None, alone
     w1 = w1 * (0.0 if alone else 1.0)
     if saw != "v5":
         w0[0, :] = 0.0
-    score = np.zeros(FEATURES)
-    for i, weight in WITHIN[within].items():
-        score[i] = weight
-    w0 = np.concatenate([w0, score[:, None], -score[:, None]], 1)
-    b0 = np.concatenate([b0, [0.0, 0.0]])
-    w1 = np.concatenate([w1, [[beta], [-beta]]], 0)
+    w0, b0, w1 = plus_score(w0, b0, w1, WITHIN[within], beta)
     if rescue is not None:
         unit = np.zeros(FEATURES)
         unit[2] = 1.0
@@ -164,14 +185,8 @@ def main():
     saw = props.get(key + ".observation", props["slurp.observation"]).value
     if saw not in ("v4", "v5"):
         raise SystemExit(f"{args.model}: {key} sees {saw}; its feature 1 must be v4's or v5's")
-    layers = json.loads(props[key].value)
-    if len(layers) != 2:
-        raise SystemExit(f"{args.model}: its committed network has {len(layers) - 1} hidden "
-                         "layers; this adds to a network of one")
-    w0 = np.array(layers[0]["w"], dtype=np.float64).reshape(FEATURES, -1)
-    b0 = np.array(layers[0]["b"], dtype=np.float64)
-    w1 = np.array(layers[1]["w"], dtype=np.float64).reshape(-1, 1)
-    b1 = np.array(layers[1]["b"], dtype=np.float64) * (0.0 if args.alone else 1.0)
+    w0, b0, w1, b1 = carried(args.model, props, key)
+    b1 = b1 * (0.0 if args.alone else 1.0)
     w0, b0, w1 = with_score(w0, b0, w1, args.beta, args.within, saw, args.rescue, args.alone)
     out = "slurp.committed.easy" if args.network == "committed-easy" else "slurp.committed"
     if out != key and key + ".observation" not in props:
