@@ -262,6 +262,9 @@ fn windows(args: &SimArgs, workload: &Workload) -> Result<Vec<Window>, String> {
         if count == 0 {
             return Err("--samples: at least one window".into());
         }
+        if len == 0 {
+            return Err("--len: at least one job a window".into());
+        }
         let within = args
             .within
             .as_deref()

@@ -240,6 +240,12 @@ fn windows_select_jobs_and_samples_are_seeded() {
     }
     Test::new()
         .file("t.swf", &many)
+        .args(&["sim", "t.swf", "--samples", "3", "--len", "0"])
+        .run()
+        .invalid()
+        .stderr_has(&["--len: at least one job a window"]);
+    Test::new()
+        .file("t.swf", &many)
         .args(&["sim", "t.swf", "--within", "0.."])
         .run()
         .invalid()

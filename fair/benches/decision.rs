@@ -1,10 +1,11 @@
 //! One decision of the learned policy: build the observation, run the
-//! network (the trainer's MLP, evaluated directly), pick the slot — with 128
-//! jobs queued (every slot real) and with 5,000 (the slots chosen from a
-//! deep queue), for a v1, a v2 (site-independent), fair-v3 (v2 over wider
-//! slots), fair-v4 (v3 with widths on log scales) and fair-v5's network
-//! for EASY (v5: the users' places in fair-share turns); and the network
-//! alone, directly and in tract's plan.
+//! network (the trainer's MLP, evaluated directly), pick the slot (the
+//! best, as a real run does, without the probabilities only a trainer
+//! records) — with 128 jobs queued (every slot real) and with 5,000 (the
+//! slots chosen from a deep queue), for a v1, a v2 (site-independent),
+//! fair-v3 (v2 over wider slots), fair-v4 (v3 with widths on log scales)
+//! and fair-v5's network for EASY (v5: the users' places in fair-share
+//! turns); and the network alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -13,7 +14,7 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use slurp_fair::Model;
 use slurp_fair::observe::{Normalisers, Users, observe};
-use slurp_fair::rollout::choose;
+use slurp_fair::rollout::pick;
 use slurp_sim::reference::Decision;
 use slurp_sim::{Machine, SimJob};
 
@@ -69,7 +70,7 @@ fn decisions(c: &mut Criterion) {
                 };
                 let obs = observe(&d, &model.normalisers, &mut users);
                 let logits = model.logits(&obs).expect("runs");
-                std::hint::black_box(choose(&logits, None))
+                std::hint::black_box(pick(&logits, None))
             })
         });
     }
@@ -114,7 +115,7 @@ fn decisions(c: &mut Criterion) {
                     let d = decision(&jobs, &mut queue, &started, &starts);
                     let obs = follow.observe(&d);
                     let logits = net.logits(&obs).expect("runs");
-                    std::hint::black_box(choose(&logits, None))
+                    std::hint::black_box(pick(&logits, None))
                 })
             });
         }

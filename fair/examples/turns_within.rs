@@ -55,7 +55,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use slurp_fair::Model as Network;
 use slurp_fair::judge;
-use slurp_fair::rollout::{Eyes, choose};
+use slurp_fair::rollout::{Eyes, pick};
 use slurp_runtime::core::{FairShare, Order, Time, float_key};
 use slurp_sim::metrics::bounded_slowdown;
 use slurp_sim::reference::{self, Decision};
@@ -216,7 +216,7 @@ fn network(
         let obs = eyes.observe(d);
         match net.logits(&obs) {
             Ok(logits) => {
-                let (slot, _) = choose(&logits, None);
+                let slot = pick(&logits, None);
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }
             Err(e) => {

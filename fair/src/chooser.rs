@@ -33,7 +33,7 @@ use crate::observe::{
     Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
 };
 use crate::observe_v2::{self, Projection, Shown, Standing, Waiting};
-use crate::rollout::{Step, choose, draws};
+use crate::rollout::{Step, choose, draws, pick};
 use crate::{Model, ModelError, Sight};
 
 /// Who chooses: the network, or a heuristic whose choices a trainer clones.
@@ -360,12 +360,9 @@ impl Chooser for Learned {
             }
         };
         let chosen = match &self.who {
-            Who::Network(model) => model.logits(&obs).map(|logits| {
-                match (&mut self.rng, &self.steps) {
-                    // Neither drawn nor recorded: no probabilities.
-                    (None, None) => (crate::rollout::best(&logits), 0.0),
-                    (rng, _) => choose(&logits, rng.as_mut()),
-                }
+            Who::Network(model) => model.logits(&obs).map(|logits| match self.steps {
+                Some(_) => choose(&logits, self.rng.as_mut()),
+                None => (pick(&logits, self.rng.as_mut()), 0.0),
             }),
             Who::Teacher(order, _) => {
                 let now = decision.now;

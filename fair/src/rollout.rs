@@ -170,8 +170,18 @@ pub fn best(logits: &[f32]) -> usize {
         .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best })
 }
 
+/// The slot to take from masked `logits`: the best, or drawn with `rng`.
+/// A choice that is not recorded needs no probabilities when it is not
+/// drawn (a decision's 128 `exp`s).
+pub fn pick(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> usize {
+    match rng {
+        None => best(logits),
+        Some(rng) => choose(logits, Some(rng)).0,
+    }
+}
+
 /// The slot to take from masked `logits`, and its log-probability (what a
-/// trainer records; a choice that is not recorded needs only [`best`]).
+/// trainer records; a choice that is not recorded is [`pick`]'s).
 pub fn choose(logits: &[f32], rng: Option<&mut ChaCha8Rng>) -> (usize, f32) {
     let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let weights: Vec<f64> = logits.iter().map(|&l| ((l - top) as f64).exp()).collect();
@@ -355,7 +365,7 @@ pub fn replay(
         let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
-                let (slot, _) = choose(&logits, rng.as_mut());
+                let slot = pick(&logits, rng.as_mut());
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }
             Err(e) => {
