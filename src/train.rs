@@ -152,6 +152,11 @@ pub struct TrainArgs {
     /// a cell it trails for a deeper win elsewhere (default: uncapped)
     #[arg(long, value_name = "G")]
     gain: Option<f64>,
+    /// evolve: pay for an average bounded slowdown beyond X times the best
+    /// heuristic's (the judge's bound, 1.1, by default; a tighter one, such
+    /// as 1.0, leaves a margin for workloads the search never saw)
+    #[arg(long, value_name = "X", default_value_t = slurp_fair::evolve::AVERAGE_BOUND)]
+    average_within: f64,
     /// evolve: train on the cells of one backfilling mode only (a model
     /// for `fair:M.onnx+easy`, say), or both. With --init and one
     /// --sim-model, that model's network for that mode alone (`slurp` and
@@ -301,6 +306,10 @@ fn evolve(
     {
         return usage("--gain: a positive log ratio, e.g. 0.3").map(Some);
     }
+    if !(args.average_within.is_finite() && args.average_within > 0.0) {
+        return usage("--average-within: a positive multiple of the best average, e.g. 1.0")
+            .map(Some);
+    }
     let stages = match windows_of(args, workloads, &args.traces, split) {
         Ok(stages) => stages,
         Err(e) => return usage(e).map(Some),
@@ -444,7 +453,10 @@ fn evolve(
         seed: args.seed,
         generations: args.generations,
         time: std::time::Duration::from_secs(args.seconds),
-        gain: args.gain,
+        loss: evolve::Loss {
+            gain: args.gain,
+            average_within: args.average_within,
+        },
         redraw: args.redraw,
         validation,
     };
@@ -491,7 +503,7 @@ fn evolve(
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
         shape.hidden,
         args.seed,
         args.redraw.map_or(String::new(), |k| format!(
@@ -499,6 +511,11 @@ fn evolve(
         )),
         args.gain
             .map_or(String::new(), |g| format!(", gains capped at {g}")),
+        if args.average_within == evolve::AVERAGE_BOUND {
+            String::new()
+        } else {
+            format!(", averages paid for beyond {}×", args.average_within)
+        },
         if args.validate.is_empty() {
             String::new()
         } else {

@@ -235,6 +235,38 @@ fn a_search_can_keep_to_one_simulation_model() {
 }
 
 #[test]
+fn a_tighter_average_bound_is_searched_under_and_recorded() {
+    let test = small_search("tight.onnx", "1", &["--average-within", "1.0"]);
+    test.run().success();
+    let bytes = std::fs::read(test.path().join("tight.onnx")).unwrap();
+    let said = "averages paid for beyond 1×".as_bytes();
+    assert!(bytes.windows(said.len()).any(|w| w == said));
+}
+
+#[test]
+fn search_options_out_of_range_are_refused_before_any_work() {
+    for (option, value, said) in [
+        (
+            "--average-within",
+            "0",
+            "--average-within: a positive multiple",
+        ),
+        (
+            "--average-within",
+            "inf",
+            "--average-within: a positive multiple",
+        ),
+        ("--gain", "0", "--gain: a positive log ratio"),
+        ("--redraw", "0", "--redraw: at least 1 window a trace"),
+    ] {
+        small_search("m.onnx", "1", &[option, value])
+            .run()
+            .invalid()
+            .stderr_has(&[said]);
+    }
+}
+
+#[test]
 fn a_reference_search_from_a_model_trains_its_network_for_committed_choices() {
     let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
     let search = |out: &str, from: &str, model: &str| {

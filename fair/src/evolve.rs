@@ -21,8 +21,10 @@
 //! `W*`, `A*` the best rival's in the cell: every cell's worst user counts
 //! by its ratio to the fairest heuristic (so a quiet site weighs as much as
 //! a busy one), trailing that heuristic costs three times what beating it
-//! gains, and an average beyond the judge's 1.1× is paid for steeply.
-//! With a cap on gains (`Options::gain`, G), a win's log ratio `w < 0`
+//! gains, and an average beyond the judge's 1.1× is paid for steeply
+//! (`Loss::average_within` sets a tighter bound than the judge's, B: the
+//! last term is then `3·max(0, ln(A / (B·A*)))`).
+//! With a cap on gains (`Loss::gain`, G), a win's log ratio `w < 0`
 //! counts as `−G·(1 − e^{w/G})`: no more than G however large, so that the
 //! search does not buy a deeper win where it already wins with a loss
 //! where it trails — the judge counts cells, not margins.
@@ -56,8 +58,9 @@ use crate::{Model, Sight};
 const TRAILING: f64 = 2.0;
 /// The weight of an average bounded slowdown beyond the judge's bound.
 const DEAR: f64 = 3.0;
-/// The judge's bound on the average, against the best heuristic's.
-const AVERAGE_BOUND: f64 = 1.1;
+/// The judge's bound on the average, against the best heuristic's: the
+/// search pays for an average beyond it unless told a tighter one.
+pub const AVERAGE_BOUND: f64 = 1.1;
 
 /// The network's layers: `hidden` widths between the nine features and
 /// the one logit (none: a linear score).
@@ -278,31 +281,58 @@ fn splitmix(state: &mut u64) -> u64 {
 /// The search's loss over `cells` (lower is better; the module header
 /// gives the formula), without a cap on gains.
 pub fn loss(cells: &[Cell]) -> f64 {
-    loss_capped(cells, None)
+    Loss::default().of(cells)
 }
 
-/// The search's loss with gains capped at `gain` (the module header).
-pub fn loss_capped(cells: &[Cell], gain: Option<f64>) -> f64 {
-    let one = |c: &Cell| {
-        let best = |f: fn(&judge::Score) -> f64| {
-            c.rivals
-                .iter()
-                .map(f)
-                .fold(f64::INFINITY, f64::min)
-                .max(f64::MIN_POSITIVE)
+/// What the search's loss counts beyond the worst user (the module header).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loss {
+    /// Gains counted up to this log ratio (`None`: uncapped).
+    pub gain: Option<f64>,
+    /// An average beyond this multiple of the best heuristic's is paid for
+    /// ([`AVERAGE_BOUND`], the judge's, by default; a tighter one leaves a
+    /// margin for workloads the search never saw).
+    pub average_within: f64,
+}
+
+impl Default for Loss {
+    fn default() -> Loss {
+        Loss {
+            gain: None,
+            average_within: AVERAGE_BOUND,
+        }
+    }
+}
+
+impl Loss {
+    /// The loss over `cells`.
+    pub fn of(&self, cells: &[Cell]) -> f64 {
+        let Loss {
+            gain,
+            average_within,
+        } = *self;
+        let one = |c: &Cell| {
+            let best = |f: fn(&judge::Score) -> f64| {
+                c.rivals
+                    .iter()
+                    .map(f)
+                    .fold(f64::INFINITY, f64::min)
+                    .max(f64::MIN_POSITIVE)
+            };
+            let worst = (c.learned.worst_user_bounded_slowdown
+                / best(|s| s.worst_user_bounded_slowdown))
+            .ln();
+            let average = (c.learned.avg_bounded_slowdown
+                / (average_within * best(|s| s.avg_bounded_slowdown)))
+            .ln();
+            let gained = match gain {
+                Some(g) if worst < 0.0 => -g * (1.0 - (worst / g).exp()),
+                _ => worst,
+            };
+            gained + TRAILING * worst.max(0.0) + DEAR * average.max(0.0)
         };
-        let worst =
-            (c.learned.worst_user_bounded_slowdown / best(|s| s.worst_user_bounded_slowdown)).ln();
-        let average = (c.learned.avg_bounded_slowdown
-            / (AVERAGE_BOUND * best(|s| s.avg_bounded_slowdown)))
-        .ln();
-        let gained = match gain {
-            Some(g) if worst < 0.0 => -g * (1.0 - (worst / g).exp()),
-            _ => worst,
-        };
-        gained + TRAILING * worst.max(0.0) + DEAR * average.max(0.0)
-    };
-    cells.iter().map(one).sum::<f64>() / cells.len().max(1) as f64
+        cells.iter().map(one).sum::<f64>() / cells.len().max(1) as f64
+    }
 }
 
 /// `params` of a network of shape `from` as a network of shape `to`, whose
@@ -376,8 +406,8 @@ pub struct Options {
     pub seed: u64,
     pub generations: usize,
     pub time: Duration,
-    /// Gains counted up to this log ratio (`None`: uncapped).
-    pub gain: Option<f64>,
+    /// What the loss counts beyond the worst user.
+    pub loss: Loss,
     /// Score each generation on this many windows a workload, drawn anew
     /// every generation (`None`: all of them, the same throughout).
     pub redraw: Option<usize>,
@@ -436,7 +466,7 @@ pub fn evolve(
             }
         });
         match cells {
-            Ok(cells) => loss_capped(&cells, opts.gain),
+            Ok(cells) => opts.loss.of(&cells),
             Err(e) => {
                 failure.borrow_mut().get_or_insert(e);
                 f64::MAX
@@ -481,7 +511,7 @@ pub fn evolve(
             let cells = model_seeing(opts.sight, &opts.shape, params, &[])
                 .and_then(|m| check.cells(&Arc::new(m), "evolved"));
             match cells {
-                Ok(cells) => loss_capped(&cells, opts.gain),
+                Ok(cells) => opts.loss.of(&cells),
                 Err(e) => {
                     failure.borrow_mut().get_or_insert(e);
                     f64::MAX

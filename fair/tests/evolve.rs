@@ -148,7 +148,18 @@ fn the_loss_is_the_log_ratio_with_trailing_and_a_dear_average_charged() {
         .iter()
         .map(|r| r.avg_bounded_slowdown)
         .fold(f64::INFINITY, f64::min);
-    assert_eq!(evolve::loss(&[even]), 0.0);
+    assert_eq!(evolve::loss(&[even.clone()]), 0.0);
+    // An average 5% above the best: free under the judge's 1.1×, charged
+    // three times its log ratio under a bound of 1.0×; the worst user's
+    // term is the same under both.
+    even.learned.avg_bounded_slowdown *= 1.05;
+    assert_eq!(evolve::loss(&[even.clone()]), 0.0);
+    let tight = evolve::Loss {
+        gain: None,
+        average_within: 1.0,
+    };
+    let got = tight.of(&[even]);
+    assert!((got - 3.0 * 1.05f64.ln()).abs() < 1e-12, "{got}");
 }
 
 #[test]
@@ -165,7 +176,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         seed: 1,
         generations: 6,
         time: std::time::Duration::from_secs(600),
-        gain: None,
+        loss: evolve::Loss::default(),
         redraw: None,
         validation: None,
     };
@@ -291,9 +302,9 @@ fn a_capped_gain_saturates_wins_and_leaves_trailing_as_it_was() {
     };
     let g = 0.3;
     // A small win counts nearly fully, a huge one no more than G.
-    let small_win = evolve::loss_capped(&[at(0.99)], Some(g));
+    let small_win = capped(&[at(0.99)], g);
     assert!((small_win - 0.99f64.ln()).abs() < 2e-4, "{small_win}");
-    let huge = evolve::loss_capped(&[at(0.01)], Some(g));
+    let huge = capped(&[at(0.01)], g);
     assert!(huge > -g && huge < -0.99 * g, "{huge}");
     assert_eq!(
         evolve::loss(&[at(0.01)]),
@@ -301,7 +312,7 @@ fn a_capped_gain_saturates_wins_and_leaves_trailing_as_it_was() {
         "uncapped as before"
     );
     // Trailing costs what it did.
-    let trail = evolve::loss_capped(&[at(1.5)], Some(g));
+    let trail = capped(&[at(1.5)], g);
     assert!((trail - 3.0 * 1.5f64.ln()).abs() < 1e-12);
     assert_eq!(trail, evolve::loss(&[at(1.5)]));
 }
@@ -317,7 +328,10 @@ fn short_search() -> evolve::Options {
         seed: 3,
         generations: 4,
         time: std::time::Duration::from_secs(600),
-        gain: Some(0.3),
+        loss: evolve::Loss {
+            gain: Some(0.3),
+            ..Default::default()
+        },
         redraw: None,
         validation: None,
     }
@@ -345,7 +359,7 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
     let found = kept_search(&arena, &opts);
     // What it returns scores its loss on all four windows, not on a draw.
     let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
-    let whole = evolve::loss_capped(&arena.cells(&net, "found").unwrap(), Some(0.3));
+    let whole = capped(&arena.cells(&net, "found").unwrap(), 0.3);
     assert!(
         (whole - found.loss).abs() < 1e-9,
         "{whole} vs {}",
@@ -353,7 +367,7 @@ fn a_redrawn_search_keeps_the_mean_that_scores_best_on_every_window() {
     );
     // The zero network (the start) is never beaten by a worse mean.
     let zero = Arc::new(evolve::model(&opts.shape, &[0.0; 10], &[]).unwrap());
-    let start = evolve::loss_capped(&arena.cells(&zero, "zero").unwrap(), Some(0.3));
+    let start = capped(&arena.cells(&zero, "zero").unwrap(), 0.3);
     assert!(found.loss <= start + 1e-12);
 }
 
@@ -372,9 +386,8 @@ fn a_validated_search_keeps_the_mean_that_scores_best_on_the_validation_cells() 
     let found = kept_search(&arena, &opts);
     // Its loss is the one on the validation cells, not the training ones.
     let net = Arc::new(evolve::model(&opts.shape, &found.params, &[]).unwrap());
-    let judged = |arena: &Arena, net: &Arc<slurp_fair::Model>| {
-        evolve::loss_capped(&arena.cells(net, "n").unwrap(), Some(0.3))
-    };
+    let judged =
+        |arena: &Arena, net: &Arc<slurp_fair::Model>| capped(&arena.cells(net, "n").unwrap(), 0.3);
     let on_validation = judged(&validation, &net);
     assert!(
         (on_validation - found.loss).abs() < 1e-9,
@@ -386,4 +399,13 @@ fn a_validated_search_keeps_the_mean_that_scores_best_on_the_validation_cells() 
     // worse there.
     let zero = Arc::new(evolve::model(&opts.shape, &[0.0; 10], &[]).unwrap());
     assert!(found.loss <= judged(&validation, &zero) + 1e-12);
+}
+
+/// The search's loss with gains capped at `g`.
+fn capped(cells: &[judge::Cell], g: f64) -> f64 {
+    evolve::Loss {
+        gain: Some(g),
+        ..Default::default()
+    }
+    .of(cells)
 }
