@@ -298,8 +298,8 @@ pub struct Core {
     /// A learned policy choosing the head, and its standing choice and
     /// when it was made: it stands for the rest of that instant (the pass
     /// and EASY's reservation both ask for the head, and a network costs
-    /// microseconds), and the chooser is asked again when time moves, as
-    /// a heuristic's order re-ranks — a choice that stood until it could
+    /// microseconds), and the chooser is asked again when time moves and
+    /// a task could start, as a heuristic's order re-ranks — a choice that stood until it could
     /// start kept later, better arrivals waiting behind it.
     chooser: Option<Box<dyn Chooser>>,
     chosen: Option<(u32, Time)>,
@@ -657,10 +657,7 @@ impl Core {
 
     /// Starts what the policy says can start now.
     pub fn schedule(&mut self, now: Time) {
-        // Every task holds at least one core: with fewer free than the
-        // smallest task needs, nothing starts (and nothing need be ranked).
-        let smallest = self.classes.least_cores().unwrap_or(u64::MAX);
-        if self.halted || self.cluster.free().cores < smallest {
+        if self.halted || !self.may_start() {
             return;
         }
         // An EASY pass may walk past the members its own starts admitted:
@@ -675,6 +672,13 @@ impl Core {
                 break;
             }
         }
+    }
+
+    /// Whether a queued task could start: every task holds at least one
+    /// core, so with fewer free than the smallest queued task needs,
+    /// nothing starts, and nothing need be ranked.
+    fn may_start(&self) -> bool {
+        self.cluster.free().cores >= self.classes.least_cores().unwrap_or(u64::MAX)
     }
 
     /// Lets `chooser` pick the head from now on. The queue keeps

@@ -241,8 +241,13 @@ fn cores(job: &Job) -> f64 {
 
 /// Starts the tasks the policy picks, on the core.
 pub(super) fn select(core: &mut Core, now: Time) {
-    // Heads that fit start in order under every policy.
-    while let Some(head) = core.head(now) {
+    // Heads that fit start in order under every policy. Once nothing more
+    // could start, the head is not asked for: a learned chooser's decision
+    // is most of a turnover, and one made on a full instance would count
+    // for nothing (the next instant asks again).
+    while core.may_start()
+        && let Some(head) = core.head(now)
+    {
         if !core.cluster.fits(&core.slots.get(head).job.request) {
             break;
         }
@@ -290,8 +295,8 @@ impl Core {
 }
 
 fn easy(core: &mut Core, now: Time) {
-    // Nothing can start on a full instance: skip the reservation.
-    if core.cluster.free().cores == 0 {
+    // Nothing can start: skip the reservation.
+    if !core.may_start() {
         return;
     }
     let Some((head, shadow, mut projected)) = core.reservation(now) else {
