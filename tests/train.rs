@@ -235,7 +235,7 @@ fn a_search_can_keep_to_one_simulation_model() {
 }
 
 #[test]
-fn a_tighter_average_bound_is_searched_under_and_recorded() {
+fn a_tighter_average_bound_is_recorded_in_the_model_it_searched() {
     let test = small_search("tight.onnx", "1", &["--average-within", "1.0"]);
     test.run().success();
     let bytes = std::fs::read(test.path().join("tight.onnx")).unwrap();

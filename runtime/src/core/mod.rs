@@ -299,8 +299,9 @@ pub struct Core {
     /// when it was made: it stands for the rest of that instant (the pass
     /// and EASY's reservation both ask for the head, and a network costs
     /// microseconds), and the chooser is asked again when time moves and
-    /// a task could start, as a heuristic's order re-ranks — a choice that stood until it could
-    /// start kept later, better arrivals waiting behind it.
+    /// a task could start, as a heuristic's order re-ranks — a choice
+    /// that stood until it could start kept later, better arrivals
+    /// waiting behind it.
     chooser: Option<Box<dyn Chooser>>,
     chosen: Option<(u32, Time)>,
     /// Under `fairshare`: each user's decayed usage and queued tasks.
