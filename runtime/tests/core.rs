@@ -745,23 +745,12 @@ fn a_chooser_is_asked_only_when_something_could_start() {
     // task that waits (a choice then would count for nothing: the next
     // instant asks again): once at 0, 10 and 20, one call a start, where
     // a turnover cost two decisions before.
-    let (starts, calls) = choosing(
-        1,
-        PolicyKind::FCFS,
-        |q| *q.last().unwrap(),
-        &[(1, 10, 10); 3],
-    );
-    assert_eq!(starts, [20, 10, 0]);
-    assert_eq!(calls, 3);
-    // With EASY too, and a full instance still skips the reservation.
-    let (starts, calls) = choosing(
-        1,
-        PolicyKind::EASY,
-        |q| *q.last().unwrap(),
-        &[(1, 10, 10); 3],
-    );
-    assert_eq!(starts, [20, 10, 0]);
-    assert_eq!(calls, 3);
+    // With EASY too: a full instance skips the reservation.
+    for policy in [PolicyKind::FCFS, PolicyKind::EASY] {
+        let (starts, calls) = choosing(1, policy, |q| *q.last().unwrap(), &[(1, 10, 10); 3]);
+        assert_eq!(starts, [20, 10, 0]);
+        assert_eq!(calls, 3, "{policy:?}");
+    }
 }
 
 #[test]
