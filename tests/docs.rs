@@ -13,21 +13,15 @@ use common::repo;
 
 /// The Markdown files of the checkout, outside build output and hidden
 /// folders.
-fn markdown(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for path in entries.flatten().map(|e| e.path()) {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if name.starts_with('.') || name == "target" || name == "node_modules" {
-            continue;
-        }
-        if path.is_dir() {
-            markdown(&path, out);
-        } else if name.ends_with(".md") {
-            out.push(path);
-        }
-    }
+fn markdown(root: &Path) -> Vec<PathBuf> {
+    common::files_under(
+        root,
+        &|d| {
+            let name = d.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with('.') || name == "target" || name == "node_modules"
+        },
+        &|f| f.extension().is_some_and(|e| e == "md"),
+    )
 }
 
 /// The lines of `text` outside fenced code blocks.
@@ -113,9 +107,7 @@ fn the_anchors_are_githubs() {
 #[test]
 fn every_relative_link_in_the_docs_leads_to_a_file_and_a_heading_that_exist() {
     let root = repo();
-    let mut files = Vec::new();
-    markdown(&root, &mut files);
-    files.sort();
+    let files = markdown(&root);
     assert!(
         files.iter().any(|f| f.ends_with("README.md")) && files.len() > 5,
         "{files:?}"

@@ -18,27 +18,12 @@ const INSTANCE: Capacity = Capacity {
     mem_per_node: 16 << 30,
 };
 
-fn workflows(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        // Launcher definitions, not workflows: the interpreter's own test
-        // parses each (`launchers::tests`).
-        if path.ends_with("stdlib/launchers") {
-            continue;
-        }
-        if path.is_dir() {
-            workflows(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "slurp" || e == "toml")
-        {
-            out.push(path);
-        }
-    }
+/// The workflow files under `dir`: launcher definitions are not
+/// workflows (the interpreter's own test parses each, `launchers::tests`).
+fn workflows(dir: &Path) -> Vec<PathBuf> {
+    common::files_under(dir, &|d| d.ends_with("stdlib/launchers"), &|f| {
+        f.extension().is_some_and(|e| e == "slurp" || e == "toml")
+    })
 }
 
 #[test]
@@ -49,9 +34,8 @@ fn every_example_and_stdlib_file_lowers_to_valid_jobspecs() {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let mut files = Vec::new();
-    workflows(&root.join("examples"), &mut files);
-    workflows(&root.join("stdlib"), &mut files);
+    let mut files = workflows(&root.join("examples"));
+    files.extend(workflows(&root.join("stdlib")));
     assert!(files.len() >= 8, "examples went missing: {files:?}");
     let opts = Options {
         capacity: INSTANCE,

@@ -244,7 +244,7 @@ fn a_tighter_average_bound_is_recorded_in_the_model_it_searched() {
 }
 
 #[test]
-fn search_options_out_of_range_are_refused_before_any_work() {
+fn search_options_out_of_range_are_refused_before_the_search() {
     for (option, value, said) in [
         (
             "--average-within",

@@ -183,6 +183,31 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The files under `dir` that `keep` wants, in path order, without going
+/// into the folders `skip` names.
+pub fn files_under(
+    dir: &Path,
+    skip: &dyn Fn(&Path) -> bool,
+    keep: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if !skip(&path) {
+                out.extend(files_under(&path, skip, keep));
+            }
+        } else if keep(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
 // Running slurp as a live process: for signals and crashes.
 
 /// Writes `files` into a fresh directory, starts slurp there with `args`,

@@ -522,7 +522,7 @@ impl Profile {
 }
 
 fn conservative(core: &mut Core, now: Time) {
-    if core.cluster.free().cores == 0 {
+    if !core.may_start() {
         return;
     }
     let queued = core.ranked(now, CONSERVATIVE_DEPTH);
