@@ -124,9 +124,10 @@ pub struct RolloutArgs {
     /// What a teacher's episodes are observed with: `v1` (scaled by the
     /// trace's maxima), `v2` (site-independent ratios), `v3` (v2 over
     /// wider slots, waiting jobs in each user's standing), `v4` (v3 with
-    /// widths on a log scale) or `v5` (v4 with each user's place in
-    /// fair-share turns); a network sees what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5"])]
+    /// widths on a log scale), `v5` (v4 with each user's place in
+    /// fair-share turns) or `v7` (v5 with each job's urgency to its user);
+    /// a network sees what it was trained on
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -578,7 +579,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
             // the reference model, by the v2 … v5 observations.
             Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
-                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v5, or --sim slurp)",
+                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v7, or --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),
@@ -618,7 +619,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 => {
+        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 => {
             serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
         }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
@@ -637,7 +638,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5) => "",
+            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7) => "",
             (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }

@@ -114,9 +114,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "W,..", value_delimiter = ',')]
     hidden: Option<Vec<usize>>,
     /// evolve: what the network sees: `v4` (v3 with job widths on a log
-    /// scale), `v5` (v4 with places in fair-share turns) or `v3` (default:
-    /// what --init's searched network sees, if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5"])]
+    /// scale), `v5` (v4 with places in fair-share turns), `v7` (v5 with
+    /// each job's urgency to its user) or `v3` (default: what --init's
+    /// searched network sees, if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7"])]
     observation: Option<String>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
@@ -371,7 +372,7 @@ fn evolve(
             Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
     };
-    // clap admits only `v3`, `v4` and `v5`. Each network of a model sees
+    // clap admits only `v3` … `v7`. Each network of a model sees
     // its own observation (the model file says which), so the one searched
     // may see another than the one kept beside it.
     let sight = match (
@@ -391,8 +392,19 @@ fn evolve(
     };
     let (shape, start) = match &init {
         Some((path, m)) => {
+            let from = searched(m, slot).sight;
             let layers = searched(m, slot)
                 .layers()
+                .map(|mut layers| {
+                    // Feature 6 means another thing in v7 than before it:
+                    // the start network stops reading it, scoring as it
+                    // did where it was 1 (a user who used little, or the
+                    // most urgent job).
+                    if from.urgency() != sight.urgency() {
+                        evolve::fold_input(&mut layers, 5, 1.0);
+                    }
+                    layers
+                })
                 .ok_or_else(|| format!("{path}: not a per-slot MLP a search can start from"));
             match layers.as_deref().map(Shape::of) {
                 Ok(Some((shape, params))) => match asked {
@@ -678,7 +690,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     };
     if m.sight == Sight::V1 {
         return Err(format!(
-            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v5 model"
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v7 model"
         ));
     }
     let Some(main) = m.layers() else {

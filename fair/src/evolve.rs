@@ -367,6 +367,27 @@ pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
     Some(out)
 }
 
+/// `layers` with their first layer's weights on `input` folded into its
+/// biases at the value `at`: the network scores every slot as it did when
+/// that feature was `at`, and no longer reads it. For a search that starts
+/// from a network trained on an observation where `input` meant something
+/// else (v5's feature 6, the fair-share factor, near 1 at a site of many
+/// users, is v7's urgency).
+pub fn fold_input(layers: &mut [Dense], input: usize, at: f32) {
+    let Some(first) = layers.first_mut() else {
+        return;
+    };
+    let outputs = first.outputs();
+    if input >= first.inputs() {
+        return;
+    }
+    for (j, b) in first.b.iter_mut().enumerate() {
+        let w = &mut first.w[input * outputs + j];
+        *b += *w * at;
+        *w = 0.0;
+    }
+}
+
 /// The observation a search's networks see and its models are written
 /// for unless asked otherwise: v4, v3's with widths on a log scale. (Every
 /// site-independent observation has the same nine features, so a v2 or v3
@@ -590,5 +611,49 @@ mod tests {
         assert_eq!(layers[1].b, vec![44.0]);
         assert_eq!(Shape::of(&layers), Some((one, params)), "the inverse");
         assert_eq!(Shape::of(&layers[..1]), None, "four logits are not one");
+    }
+
+    /// A start network folded at feature 6 scores every slot as it did
+    /// where that feature was the value folded in, whatever it is now.
+    #[test]
+    fn a_folded_input_is_read_as_its_value() {
+        let shape = Shape { hidden: vec![5, 3] };
+        let params: Vec<f64> = (0..shape.params())
+            .map(|i| ((i * 37 % 23) as f64 - 11.0) / 7.0)
+            .collect();
+        let layers = shape.layers(&params);
+        let mut folded = layers.clone();
+        fold_input(&mut folded, 5, 1.0);
+        let score = |layers: &[Dense], x: &[f32]| {
+            let mut x = x.to_vec();
+            for (k, l) in layers.iter().enumerate() {
+                let mut y = l.b.clone();
+                for (i, xi) in x.iter().enumerate() {
+                    for (j, yj) in y.iter_mut().enumerate() {
+                        *yj += xi * l.w[i * l.outputs() + j];
+                    }
+                }
+                if k + 1 < layers.len() {
+                    y.iter_mut().for_each(|v| *v = v.max(0.0));
+                }
+                x = y;
+            }
+            x[0]
+        };
+        let slot = |sixth: f32| -> Vec<f32> {
+            (0..FEATURES)
+                .map(|f| if f == 5 { sixth } else { f as f32 / 9.0 - 0.3 })
+                .collect()
+        };
+        let before = score(&layers, &slot(1.0));
+        for sixth in [0.0, 0.3, 1.0] {
+            assert!((score(&folded, &slot(sixth)) - before).abs() < 1e-5);
+        }
+        // The unfolded network did read it.
+        assert!((score(&layers, &slot(0.0)) - before).abs() > 1e-3);
+        // Only the first layer's row for input 6 is touched.
+        assert!(folded[0].w[5 * 5..6 * 5].iter().all(|&w| w == 0.0));
+        assert_eq!(folded[0].w[..25], layers[0].w[..25]);
+        assert_eq!(folded[1..], layers[1..]);
     }
 }

@@ -77,13 +77,29 @@ pub enum Sight {
     /// users as feature 1 (`observe_v2::observe`), so that `fairshare`'s
     /// choice — the first user's earliest job — is one a network can make.
     V5,
+    /// v5 with feature 6 the job's urgency to its user: how fast its wait
+    /// raises its user's mean bounded slowdown (`1 / (max(r, 10)·n_u)`, `n_u`
+    /// the user's started and waiting jobs) against the shown jobs' most
+    /// urgent, instead of the user's fair-share factor, which is near 1
+    /// for every user of a site of many. (Not `v6`: that name was an
+    /// EASY-reservation feature tried and reverted (MODEL_CARD.md, v12),
+    /// and a network saved with it, `fair/trainer/runs/v12-reservation-e1.onnx`,
+    /// must be refused as unknown, not read as this.)
+    V7,
 }
 
 impl Sight {
     /// Every observation, oldest first.
-    pub const ALL: [Sight; 5] = [Sight::V1, Sight::V2, Sight::V3, Sight::V4, Sight::V5];
+    pub const ALL: [Sight; 6] = [
+        Sight::V1,
+        Sight::V2,
+        Sight::V3,
+        Sight::V4,
+        Sight::V5,
+        Sight::V7,
+    ];
 
-    /// The observation called `name` (`v1` … `v5`, as [`Sight::name`]
+    /// The observation called `name` (`v1` … `v7`, as [`Sight::name`]
     /// writes it), if this slurp knows it.
     pub fn from_name(name: &str) -> Option<Sight> {
         Sight::ALL.into_iter().find(|s| s.name() == name)
@@ -96,25 +112,32 @@ impl Sight {
             Sight::V3 => "v3",
             Sight::V4 => "v4",
             Sight::V5 => "v5",
+            Sight::V7 => "v7",
         }
     }
 
     /// Whether it shows v3's wider slots and each user's waiting jobs in
     /// its standing (`observe_v2::wide_slots`).
     pub fn wide(self) -> bool {
-        matches!(self, Sight::V3 | Sight::V4 | Sight::V5)
+        matches!(self, Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7)
     }
 
-    /// Whether feature 1 is the user's place in fair-share turns (v5)
+    /// Whether feature 1 is the user's place in fair-share turns (v5, v7)
     /// rather than the job's width.
     pub fn turns(self) -> bool {
-        self == Sight::V5
+        matches!(self, Sight::V5 | Sight::V7)
+    }
+
+    /// Whether feature 6 is the job's urgency to its user (v7) rather than
+    /// the user's fair-share factor.
+    pub fn urgency(self) -> bool {
+        self == Sight::V7
     }
 
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
-            Sight::V4 | Sight::V5 => crate::observe_v2::Widths::Logs,
+            Sight::V4 | Sight::V5 | Sight::V7 => crate::observe_v2::Widths::Logs,
             _ => crate::observe_v2::Widths::Shares,
         }
     }
@@ -126,7 +149,7 @@ type Plan = Arc<TypedRunnableModel>;
 pub const COMMITTED: &str = "slurp.committed";
 
 /// The metadata key of the observation that network sees, when it is not
-/// the model's own (`v2` … `v5`).
+/// the model's own (`v2` … `v7`).
 pub const COMMITTED_SIGHT: &str = "slurp.committed.observation";
 
 /// The metadata key of a model's network for committed choices under EASY
@@ -219,14 +242,14 @@ fn carried(
             .filter(|&s| s != Sight::V1)
             .ok_or_else(|| {
                 bad(format!(
-                    "`{sight_key}` is `{}`; it may name v2, v3, v4 or v5",
+                    "`{sight_key}` is `{}`; it may name v2, v3, v4, v5 or v7",
                     p.value
                 ))
             })?,
     };
     if sight == Sight::V1 {
         return Err(bad(
-            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v5 model can".into(),
+            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v7 model can".into(),
         ));
     }
     if !crate::export::chains(&layers) {

@@ -1,4 +1,4 @@
-//! The site-independent observations (`v2` … `v5`): what a learned
+//! The site-independent observations (`v2` … `v7`): what a learned
 //! policy trained for any machine sees. Nine features a slot, every one a
 //! ratio — to the instance's cores, to the other shown jobs, to the other
 //! users — so no trace's maxima, ids or units reach the network, and a
@@ -36,7 +36,14 @@
 //!    served;
 //! 6. `u`'s fair-share factor now, `2^(−U/S)` (`fairshare`'s: U its share
 //!    of all users' core-seconds, each decayed with a 7-day half-life, S =
-//!    1/N for the N users seen; 1 for a user who used nothing);
+//!    1/N for the N users seen; 1 for a user who used nothing). v7: the
+//!    job's urgency to its user, `1 + log10(g / G) / 4` clipped to [0, 1],
+//!    `g = 1 / (max(r, 10)·n_u)` — how fast its wait raises `u`'s mean of
+//!    feature 5, `n_u` the started and waiting jobs of `u` (at least 1) —
+//!    and `G` the largest `g` of the shown jobs: 1 for the job whose wait
+//!    costs its user most, 0 for a ten-thousandth of that. The factor is
+//!    near 1 for every user of a site of many; `n_u` is what no other
+//!    feature shows, and what decides whose mean a start lowers most;
 //! 7. cores `u`'s running jobs hold `/ C`, at most 1;
 //! 8. v2, v3: the share of the shown jobs that are `u`'s. v4: `log10(n /
 //!    N) / 2` clipped to ±1, `N` the geometric mean width of the shown
@@ -44,7 +51,7 @@
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3, v4 and v5 a wider choice
+//! else the shortest and the narrowest in turn); v3 … v7 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -522,6 +529,9 @@ struct OfUser {
     /// turns (v5's feature 1).
     usage: u64,
     turn: f32,
+    /// `log10 n_u`, the user's started and waiting jobs (at least 1; v7's
+    /// feature 6).
+    log_jobs: f64,
 }
 
 /// `log10(x)` through `log2`, which glibc computes directly, where its
@@ -598,9 +608,12 @@ pub fn observe(
     for run in by_user.chunk_by(|a, b| a.0 == b.0) {
         let user = run[0].0;
         let u = standing.user(user);
-        let mean = match projection {
-            None => (u.jobs > 0).then_some(u.mean),
-            Some(p) => projected_of(u, p.waiting, user, secs),
+        let (mean, waiting) = match projection {
+            None => ((u.jobs > 0).then_some(u.mean), 0),
+            Some(p) => (
+                projected_of(u, p.waiting, user, secs),
+                p.waiting.at(user, secs).1,
+            ),
         };
         for &(_, slot) in run {
             of_slot[slot] = users.len();
@@ -616,6 +629,7 @@ pub fn observe(
             shown: run.len(),
             usage: float_key(usage),
             turn: 0.0,
+            log_jobs: log10(f64::from((u.jobs + waiting).max(1))),
         });
     }
     // v5's feature 1: a user's place in fair-share turns among the shown
@@ -628,6 +642,18 @@ pub fn observe(
             u.turn = 1.0 / (1 + usages.partition_point(|&d| d < u.usage)) as f32;
         }
     }
+    // v7's feature 6: `log10 g = −log10 max(r, 10) − log10 n_u` (no new
+    // logarithm: `l.r` is `log10 max(r, 1)`), against the shown jobs'
+    // largest.
+    let urgency = |slot: usize, l: &Logs| -l.r.max(1.0) - users[of_slot[slot]].log_jobs;
+    let most_urgent = if sight.urgency() {
+        logs.iter()
+            .enumerate()
+            .map(|(slot, l)| urgency(slot, l))
+            .fold(f64::NEG_INFINITY, f64::max)
+    } else {
+        0.0
+    };
     let mut features = Vec::with_capacity(SLOTS * FEATURES);
     let mut mask = vec![0.0; SLOTS];
     for (slot, (s, l)) in shown.iter().zip(&logs).enumerate() {
@@ -644,13 +670,18 @@ pub fn observe(
         };
         // v5: the user's place in turns instead of the width's share.
         let first = if sight.turns() { u.turn } else { width };
+        let sixth = if sight.urgency() {
+            clip(1.0 + (urgency(slot, l) - most_urgent) / 4.0, 0.0, 1.0)
+        } else {
+            u.factor
+        };
         features.extend_from_slice(&[
             first,
             clip((l.r - log_r) / 2.0, -1.0, 1.0),
             clip(l.slow / 3.0, 0.0, 1.0),
             clip((l.w - log_w) / 3.0, -1.0, 1.0),
             u.relative,
-            u.factor,
+            sixth,
             u.running,
             eighth,
             if s.fits { 1.0 } else { 0.0 },

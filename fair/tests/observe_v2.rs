@@ -1,5 +1,5 @@
 //! The site-independent observations (v2, v3's standing, v4's widths, v5's
-//! turns):
+//! turns, v7's urgency):
 //! equal to an independent NumPy computation of their definition, blind to
 //! the machine's size, and named by the model file itself.
 
@@ -30,9 +30,10 @@ fn numpy() -> bool {
 
 /// Cases in turn v2's, v3's (the jobs still waiting, some queued and then
 /// gone, count in each user's standing), v4's (v3's with widths on log
-/// scales) and v5's (v4's with places in fair-share turns).
+/// scales), v5's (v4's with places in fair-share turns) and v7's (v5's
+/// with each job's urgency to its user).
 #[test]
-fn v2_to_v5_features_equal_numpys_on_random_queues() {
+fn v2_to_v7_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -40,7 +41,7 @@ fn v2_to_v5_features_equal_numpys_on_random_queues() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut cases = Vec::new();
     let mut ours = Vec::new();
-    for case in 0..120 {
+    for case in 0..150 {
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -79,7 +80,7 @@ fn v2_to_v5_features_equal_numpys_on_random_queues() {
             .collect();
         // v3 on: jobs waiting at `now`, users' own and others' (users no
         // job of which started, too); a third of those queued leave again.
-        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5][case % 4];
+        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5, Sight::V7][case % 5];
         let v3 = sight != Sight::V2;
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
@@ -126,6 +127,9 @@ fn v2_to_v5_features_equal_numpys_on_random_queues() {
         }
         if sight.turns() {
             case["turns"] = serde_json::json!(true);
+        }
+        if sight.urgency() {
+            case["urgency"] = serde_json::json!(true);
         }
         cases.push(case);
     }
@@ -204,6 +208,62 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     assert_ne!(a.order, b.order, "v1 sees the machine's size");
 }
 
+/// v7's urgency counts a user's jobs and compares estimates: a network
+/// that reads it (and every other feature) chooses the same on a workload
+/// of twice the cores with jobs twice as wide, in both simulation models.
+#[test]
+fn a_v7_network_chooses_the_same_on_twice_the_cores() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let layers = vec![
+        slurp_fair::export::Dense {
+            w: (0..slurp_fair::FEATURES * 6)
+                .map(|_| rng.random_range(-1.0..1.0f32))
+                .collect(),
+            b: (0..6).map(|_| rng.random_range(-0.5..0.5f32)).collect(),
+        },
+        slurp_fair::export::Dense {
+            w: (0..6).map(|_| rng.random_range(-1.0..1.0f32)).collect(),
+            b: vec![0.0],
+        },
+    ];
+    // Feature 6 weighs most, so that the test sees it.
+    let mut layers = layers;
+    for j in 0..6 {
+        layers[0].w[5 * 6 + j] *= 4.0;
+    }
+    let bytes = slurp_fair::export::actor(&layers, "v7", &[]);
+    let model =
+        Arc::new(Model::from_bytes(std::path::Path::new("v7 test"), &bytes, None, None).unwrap());
+    assert_eq!(model.sight, Sight::V7);
+    let window = Window { start: 0, len: 400 };
+    let (one, two) = (
+        scaled(Family::Mid, 400, 11, 1, true),
+        scaled(Family::Mid, 400, 11, 2, true),
+    );
+    for backfill in [false, true] {
+        let a = slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
+        let b = slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
+        assert_eq!(a.order, b.order, "slurp's model, backfill {backfill}");
+        let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
+        let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
+        assert_eq!(a.order, b.order, "reference model, backfill {backfill}");
+    }
+    // The same network seeing v5 (feature 6 the fair-share factor) makes
+    // other choices: the urgency is read.
+    let v5 = Arc::new(
+        Model::from_bytes(
+            std::path::Path::new("v5 test"),
+            &slurp_fair::export::actor(&layers, "v5", &[]),
+            None,
+            None,
+        )
+        .unwrap(),
+    );
+    let a = slurp_fair::chooser::replay(model, &one, window, false, None).unwrap();
+    let b = slurp_fair::chooser::replay(v5, &one, window, false, None).unwrap();
+    assert_ne!(a.order, b.order, "v7's feature 6 is not v5's");
+}
+
 #[test]
 fn the_model_file_says_which_observation_it_sees() {
     // No normalisers beside a v2 model, and none needed.
@@ -224,7 +284,18 @@ fn the_model_file_says_which_observation_it_sees() {
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
     assert!(
-        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5)"),
+        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5, v7)"),
+        "{err}"
+    );
+    // v12's reverted observation was called v6; a network saved with it is
+    // refused, not read as another observation.
+    let v12 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("trainer/runs/v12-reservation-e1.onnx");
+    let err = Model::load(&v12, None).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "`slurp.committed.easy.observation` is `v6`; it may name v2, v3, v4, v5 or v7"
+        ),
         "{err}"
     );
     // Each observation's name reads back as itself, and only those.

@@ -1,10 +1,10 @@
-"""The v2 to v5 observations computed independently with NumPy, from their
+"""The v2 to v7 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-for v3 and v4 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-for v4 and v5 "widths": "logs", for v5 "turns": true; times in seconds. Writes, for each, the 128 x 9 features as
-one flat list (JSON).
+for v3 to v7 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
+for v4 to v7 "widths": "logs", for v5 and v7 "turns": true, for v7 "urgency": true; times in
+seconds. Writes, for each, the 128 x 9 features as one flat list (JSON).
 """
 
 import json
@@ -62,6 +62,12 @@ def features(case):
     turns = case.get("turns", False)
     # v5: a user's place among the shown users' distinct usages, least first.
     distinct = sorted(set(usage.get(int(u), 0.0) for u in user))
+    # v7: how fast each shown job's wait raises its user's mean, 1 / (max(r, 10) n_u),
+    # n_u the user's started and waiting jobs (at least 1); against the largest.
+    urgent = case.get("urgency", False)
+    jobs_of = np.array([max(len(means.get(int(u), [])), 1) for u in user])
+    g = 1.0 / (np.maximum(est, 10) * jobs_of)
+    top = g.max() if len(g) else 1.0
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
@@ -83,7 +89,7 @@ def features(case):
             np.clip(np.log10(slow) / 3, 0, 1),
             np.clip((np.log10(1 + wait[i]) - log_w) / 3, -1, 1),
             0.0 if m is None or largest <= 0 else m / largest,
-            factor(u),
+            np.clip(1 + np.log10(g[i] / top) / 4, 0, 1) if urgent else factor(u),
             min(running.get(u, 0) / c, 1.0),
             eighth,
             1.0 if fits[i] else 0.0,
