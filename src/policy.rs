@@ -108,7 +108,7 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
     /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
-    /// `fairshare` with `--sim slurp` or an observation v2 … v5) and
+    /// `fairshare` with `--sim slurp` or an observation v2 … v7) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -576,7 +576,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
             // Its order is the users' usage, kept by slurp's model and, in
-            // the reference model, by the v2 … v5 observations.
+            // the reference model, by the v2 … v7 observations.
             Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
                     "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v7, or --sim slurp)",

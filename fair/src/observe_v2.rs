@@ -344,7 +344,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// For a model of `sight` (v2 … v5).
+    /// For a model of `sight` (v2 … v7).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
@@ -546,7 +546,7 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation `sight` (v2 … v5) makes of `shown` (the slots' jobs, in
+/// The observation `sight` (v2 … v7) makes of `shown` (the slots' jobs, in
 /// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
 /// feature 5 is v3's when the jobs still waiting are given (`projection`),
 /// v2's otherwise.
