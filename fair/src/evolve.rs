@@ -624,22 +624,8 @@ mod tests {
         let layers = shape.layers(&params);
         let mut folded = layers.clone();
         fold_input(&mut folded, 5, 1.0);
-        let score = |layers: &[Dense], x: &[f32]| {
-            let mut x = x.to_vec();
-            for (k, l) in layers.iter().enumerate() {
-                let mut y = l.b.clone();
-                for (i, xi) in x.iter().enumerate() {
-                    for (j, yj) in y.iter_mut().enumerate() {
-                        *yj += xi * l.w[i * l.outputs() + j];
-                    }
-                }
-                if k + 1 < layers.len() {
-                    y.iter_mut().for_each(|v| *v = v.max(0.0));
-                }
-                x = y;
-            }
-            x[0]
-        };
+        // One slot's score, as the exported graph must compute it.
+        let score = |layers: &[Dense], x: &[f32]| export::tests::forward(layers, x) as f32;
         let slot = |sixth: f32| -> Vec<f32> {
             (0..FEATURES)
                 .map(|f| if f == 5 { sixth } else { f as f32 / 9.0 - 0.3 })

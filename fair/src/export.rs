@@ -211,7 +211,7 @@ pub fn actor(layers: &[Dense], observation: &str, notes: &[(&str, String)]) -> V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::observe::{Observation, PADDING};
     use crate::{Model, Sight};
@@ -231,8 +231,9 @@ mod tests {
             .collect()
     }
 
-    /// The network by hand, in f64: what the file must compute.
-    fn forward(layers: &[Dense], row: &[f32]) -> f64 {
+    /// The network by hand, in f64: what the file must compute (the
+    /// evolve tests score with it too).
+    pub(crate) fn forward(layers: &[Dense], row: &[f32]) -> f64 {
         let mut h: Vec<f64> = row.iter().map(|&x| f64::from(x)).collect();
         for (i, l) in layers.iter().enumerate() {
             let n = l.outputs();
