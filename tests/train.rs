@@ -912,3 +912,109 @@ fn blend_adds_its_score_to_the_network_it_names_and_to_no_other() {
         );
     }
 }
+
+#[test]
+fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
+    // fair/trainer/soup.py (runs/v21): every weight of the named network
+    // becomes (1 - alpha) a + alpha b; A's other networks are A's.
+    let repo = common::repo();
+    let a = repo.join("stdlib/policies/fair-v5.onnx");
+    let b = repo.join("fair/trainer/runs/v19-gain-cap.onnx");
+    let test = Test::new();
+    let out = test.path().join("soup.onnx");
+    let args: [&std::ffi::OsStr; 5] = [
+        a.as_ref(),
+        b.as_ref(),
+        out.as_ref(),
+        "--alpha".as_ref(),
+        "0.25".as_ref(),
+    ];
+    if !model_tool("soup.py", &args) {
+        return;
+    }
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (ma, mb, soup) = (load(&a), load(&b), load(&out));
+    let (la, lb, ls) = (
+        ma.layers().unwrap(),
+        mb.layers().unwrap(),
+        soup.layers().unwrap(),
+    );
+    assert_ne!(la, lb, "the two networks differ, or this shows nothing");
+    for ((x, y), z) in la.iter().zip(&lb).zip(&ls) {
+        let pairs = x.w.iter().zip(&y.w).zip(&z.w);
+        for ((&x, &y), &z) in pairs.chain(x.b.iter().zip(&y.b).zip(&z.b)) {
+            let want = 0.75 * x + 0.25 * y;
+            assert!(
+                (z - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                "{z} against {want}"
+            );
+        }
+    }
+    assert_eq!(soup.sight, ma.sight);
+    for easy in [false, true] {
+        assert_eq!(soup.committed_layers(easy), ma.committed_layers(easy));
+        assert_eq!(soup.committed(easy).sight, ma.committed(easy).sight);
+    }
+    assert_eq!(
+        soup.slurp_easy().unwrap().layers(),
+        ma.slurp_easy().unwrap().layers()
+    );
+
+    // A network the model carries in its metadata: v20e's and v20g's for
+    // committed choices under EASY, both searched from fair-v5's seeing v7.
+    let (e, g) = (
+        repo.join("fair/trainer/runs/v20-urgency-e.onnx"),
+        repo.join("fair/trainer/runs/v20-urgency-g.onnx"),
+    );
+    let carried = test.path().join("carried.onnx");
+    let args: [&std::ffi::OsStr; 7] = [
+        e.as_ref(),
+        g.as_ref(),
+        carried.as_ref(),
+        "--alpha".as_ref(),
+        "0.5".as_ref(),
+        "--network".as_ref(),
+        "slurp.committed.easy".as_ref(),
+    ];
+    assert!(model_tool("soup.py", &args));
+    let (me, mg, mix) = (load(&e), load(&g), load(&carried));
+    let (le, lg, lm) = (
+        me.committed_layers(true).unwrap(),
+        mg.committed_layers(true).unwrap(),
+        mix.committed_layers(true).unwrap(),
+    );
+    assert_ne!(le, lg);
+    for ((x, y), z) in le.iter().zip(&lg).zip(&lm) {
+        let pairs = x.w.iter().zip(&y.w).zip(&z.w);
+        for ((&x, &y), &z) in pairs.chain(x.b.iter().zip(&y.b).zip(&z.b)) {
+            let want = 0.5 * (x + y);
+            assert!(
+                (z - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                "{z} against {want}"
+            );
+        }
+    }
+    assert_eq!(mix.committed(true).sight, Sight::V7);
+    assert_eq!(mix.layers(), me.layers());
+    assert_eq!(mix.committed_layers(false), me.committed_layers(false));
+
+    // Networks that see different observations are not mixed: fair-v5's
+    // for committed choices under EASY sees v5, v20g's (searched from it)
+    // v7. It says so and writes nothing.
+    let refused = test.path().join("refused.onnx");
+    let done = std::process::Command::new("python3")
+        .arg(repo.join("fair/trainer/soup.py"))
+        .arg(&a)
+        .arg(repo.join("fair/trainer/runs/v20-urgency-g.onnx"))
+        .arg(&refused)
+        .args(["--alpha", "0.5", "--network", "slurp.committed.easy"])
+        .output()
+        .unwrap();
+    assert!(!done.status.success());
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        said.contains("sees v5") && said.contains("sees v7"),
+        "{said}"
+    );
+    assert!(!refused.exists());
+}
