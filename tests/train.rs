@@ -913,6 +913,29 @@ fn blend_adds_its_score_to_the_network_it_names_and_to_no_other() {
     }
 }
 
+/// Every weight and bias of `mix` is `(1 - alpha) a + alpha b` (to f32's
+/// rounding), where `a` and `b` differ: what `soup.py` writes.
+fn lies_between(
+    a: &[slurp_fair::export::Dense],
+    b: &[slurp_fair::export::Dense],
+    mix: &[slurp_fair::export::Dense],
+    alpha: f32,
+) {
+    assert_ne!(a, b, "the two networks differ, or this shows nothing");
+    assert_eq!(mix.len(), a.len());
+    for ((x, y), z) in a.iter().zip(b).zip(mix) {
+        assert_eq!((z.w.len(), z.b.len()), (x.w.len(), x.b.len()));
+        let pairs = x.w.iter().zip(&y.w).zip(&z.w);
+        for ((&x, &y), &z) in pairs.chain(x.b.iter().zip(&y.b).zip(&z.b)) {
+            let want = (1.0 - alpha) * x + alpha * y;
+            assert!(
+                (z - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                "{z} against {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
     // fair/trainer/soup.py (runs/v21): every weight of the named network
@@ -939,17 +962,7 @@ fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
         mb.layers().unwrap(),
         soup.layers().unwrap(),
     );
-    assert_ne!(la, lb, "the two networks differ, or this shows nothing");
-    for ((x, y), z) in la.iter().zip(&lb).zip(&ls) {
-        let pairs = x.w.iter().zip(&y.w).zip(&z.w);
-        for ((&x, &y), &z) in pairs.chain(x.b.iter().zip(&y.b).zip(&z.b)) {
-            let want = 0.75 * x + 0.25 * y;
-            assert!(
-                (z - want).abs() <= 1e-6 * (1.0 + want.abs()),
-                "{z} against {want}"
-            );
-        }
-    }
+    lies_between(&la, &lb, &ls, 0.25);
     assert_eq!(soup.sight, ma.sight);
     for easy in [false, true] {
         assert_eq!(soup.committed_layers(easy), ma.committed_layers(easy));
@@ -983,17 +996,7 @@ fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
         mg.committed_layers(true).unwrap(),
         mix.committed_layers(true).unwrap(),
     );
-    assert_ne!(le, lg);
-    for ((x, y), z) in le.iter().zip(&lg).zip(&lm) {
-        let pairs = x.w.iter().zip(&y.w).zip(&z.w);
-        for ((&x, &y), &z) in pairs.chain(x.b.iter().zip(&y.b).zip(&z.b)) {
-            let want = 0.5 * (x + y);
-            assert!(
-                (z - want).abs() <= 1e-6 * (1.0 + want.abs()),
-                "{z} against {want}"
-            );
-        }
-    }
+    lies_between(&le, &lg, &lm, 0.5);
     assert_eq!(mix.committed(true).sight, Sight::V7);
     assert_eq!(mix.layers(), me.layers());
     assert_eq!(mix.committed_layers(false), me.committed_layers(false));
