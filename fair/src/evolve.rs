@@ -373,14 +373,17 @@ pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
 /// from a network trained on an observation where `input` meant something
 /// else (v5's feature 6, the fair-share factor, near 1 at a site of many
 /// users, is v7's urgency).
+///
+/// Panics where the network has no layer or no such input: a start that
+/// still read the feature would be searched as if it did not.
 pub fn fold_input(layers: &mut [Dense], input: usize, at: f32) {
-    let Some(first) = layers.first_mut() else {
-        return;
-    };
+    let first = layers.first_mut().expect("a network has a first layer");
     let outputs = first.outputs();
-    if input >= first.inputs() {
-        return;
-    }
+    assert!(
+        input < first.inputs(),
+        "input {input} of a layer of {} inputs",
+        first.inputs()
+    );
     for (j, b) in first.b.iter_mut().enumerate() {
         let w = &mut first.w[input * outputs + j];
         *b += *w * at;

@@ -252,14 +252,15 @@ pub(crate) fn projected(
     user: i64,
     secs: u64,
 ) -> Option<f64> {
-    projected_of(standing.user(user), waiting, user, secs)
+    projected_of(standing.user(user), waiting, user, secs).0
 }
 
-/// [`projected`], `u` being `user`'s standing (looked up already).
-fn projected_of(u: User, waiting: &Waiting, user: i64, secs: u64) -> Option<f64> {
+/// [`projected`], `u` being `user`'s standing (looked up already), and
+/// the user's started and waiting jobs it is the mean of (v7's `n_u`).
+fn projected_of(u: User, waiting: &Waiting, user: i64, secs: u64) -> (Option<f64>, u32) {
     let (sum, count) = waiting.at(user, secs);
     let n = u.jobs + count;
-    (n > 0).then(|| (u.sum + sum) / f64::from(n))
+    ((n > 0).then(|| (u.sum + sum) / f64::from(n)), n)
 }
 
 /// The same mean as a line in time, `slope·t + intercept` (seconds), while
@@ -608,12 +609,9 @@ pub fn observe(
     for run in by_user.chunk_by(|a, b| a.0 == b.0) {
         let user = run[0].0;
         let u = standing.user(user);
-        let (mean, waiting) = match projection {
-            None => ((u.jobs > 0).then_some(u.mean), 0),
-            Some(p) => (
-                projected_of(u, p.waiting, user, secs),
-                p.waiting.at(user, secs).1,
-            ),
+        let (mean, jobs) = match projection {
+            None => ((u.jobs > 0).then_some(u.mean), u.jobs),
+            Some(p) => projected_of(u, p.waiting, user, secs),
         };
         for &(_, slot) in run {
             of_slot[slot] = users.len();
@@ -629,7 +627,12 @@ pub fn observe(
             shown: run.len(),
             usage: float_key(usage),
             turn: 0.0,
-            log_jobs: log10(f64::from((u.jobs + waiting).max(1))),
+            // Only v7 reads it: no logarithm a user for the others.
+            log_jobs: if sight.urgency() {
+                log10(f64::from(jobs.max(1)))
+            } else {
+                0.0
+            },
         });
     }
     // v5's feature 1: a user's place in fair-share turns among the shown
