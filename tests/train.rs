@@ -1020,4 +1020,16 @@ fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
         "{said}"
     );
     assert!(!refused.exists());
+
+    // A soup lies between its two ends: past B is not one, and is refused.
+    let done = std::process::Command::new("python3")
+        .arg(repo.join("fair/trainer/soup.py"))
+        .args([&a, &b, &refused])
+        .args(["--alpha", "1.5"])
+        .output()
+        .unwrap();
+    assert!(!done.status.success());
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(said.contains("--alpha 1.5"), "{said}");
+    assert!(!refused.exists());
 }

@@ -627,7 +627,7 @@ pub fn observe(
             shown: run.len(),
             usage: float_key(usage),
             turn: 0.0,
-            // Only v7 reads it: no logarithm a user for the others.
+            // Only v7 reads it: the others take no logarithm per user.
             log_jobs: if sight.urgency() {
                 log10(f64::from(jobs.max(1)))
             } else {

@@ -28,10 +28,13 @@ KEYS = ("graph", "slurp.easy", "slurp.committed", "slurp.committed.easy")
 GRAPH = ("w0", "b0", "w1", "b1")
 
 
-def sight(props, network):
+def sight(props, network, path):
     """The observation a network sees: its own `KEY.observation`, else the model's."""
     own = props.get(f"{network}.observation") if network != "graph" else None
-    return (own or props["slurp.observation"]).value
+    own = own or props.get("slurp.observation")
+    if own is None:
+        raise SystemExit(f"{path}: no slurp.observation (a v1 model, or not one of slurp's)")
+    return own.value
 
 
 def main():
@@ -42,18 +45,26 @@ def main():
     ap.add_argument("--alpha", type=float, required=True, help="0 gives A's network, 1 B's")
     ap.add_argument("--network", choices=KEYS, default="graph")
     args = ap.parse_args()
+    if not 0 <= args.alpha <= 1:
+        ap.error(f"--alpha {args.alpha}: a soup lies between A and B, so 0 to 1")
     a, b = onnx.load(args.a), onnx.load(args.b)
     pa = {p.key: p for p in a.metadata_props}
     pb = {p.key: p for p in b.metadata_props}
     if args.network != "graph" and not (args.network in pa and args.network in pb):
         raise SystemExit(f"both models must carry the network {args.network}")
-    if sight(pa, args.network) != sight(pb, args.network):
-        raise SystemExit(f"{args.network}: {args.a} sees {sight(pa, args.network)}, "
-                         f"{args.b} sees {sight(pb, args.network)}")
-    mix = lambda x, y: (1 - args.alpha) * x + args.alpha * y  # noqa: E731
+    sa, sb = sight(pa, args.network, args.a), sight(pb, args.network, args.b)
+    if sa != sb:
+        raise SystemExit(f"{args.network}: {args.a} sees {sa}, {args.b} sees {sb}")
+
+    def mix(x, y):
+        return (1 - args.alpha) * x + args.alpha * y
+
     if args.network == "graph":
         ia = {i.name: i for i in a.graph.initializer}
         ib = {i.name: i for i in b.graph.initializer}
+        for path, names in ((args.a, ia), (args.b, ib)):
+            if missing := [n for n in GRAPH if n not in names]:
+                raise SystemExit(f"{path}: its graph has no {', '.join(missing)} (not a one-layer network)")
         for name in GRAPH:
             x, y = (numpy_helper.to_array(i[name]).astype(np.float64) for i in (ia, ib))
             if x.shape != y.shape:
