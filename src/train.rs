@@ -11,9 +11,11 @@
 //! table).
 
 use std::io::{self, BufRead, BufReader};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use slurp_fair::judge;
@@ -105,7 +107,9 @@ pub struct TrainArgs {
     #[arg(long, value_enum, default_value_t = Method::Evolve)]
     method: Method,
     /// Stop training after the generation (epoch) that passes this many
-    /// seconds
+    /// seconds. evolve: Ctrl-C (or SIGTERM) also ends the search after the
+    /// generation running, and the network kept so far is written and
+    /// judged; a second one ends slurp at once
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     seconds: u64,
     /// evolve: widths of the hidden layers, e.g. `8` or `8,4` (`0`: a
@@ -473,6 +477,8 @@ fn evolve(
         validation,
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
+    let interrupted = on_interrupt()?;
+    let mut told = false;
     let found = evolve::evolve(&arena, &opts, |g| {
         eprintln!(
             "generation {}: loss {:.4} (best {:.4}), {} evaluations, {:.0} s",
@@ -490,6 +496,17 @@ fn evolve(
             g.evaluations,
             g.elapsed.as_secs_f64()
         ));
+        if interrupted.load(Ordering::Relaxed) {
+            if !told {
+                eprintln!(
+                    "interrupted: ending the search after generation {} with the network kept so far (a second interrupt ends slurp at once, writing nothing)",
+                    g.generation
+                );
+                told = true;
+            }
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
     });
     std::fs::write(work.join("curve.csv"), &csv)?;
     let found = match found {
@@ -515,7 +532,7 @@ fn evolve(
         10,
     )?;
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
         shape.hidden,
         args.seed,
         args.redraw.map_or(String::new(), |k| format!(
@@ -557,7 +574,12 @@ fn evolve(
             .collect::<Vec<_>>()
             .join(", "),
         found.loss,
-        found.curve.len()
+        found.curve.len(),
+        if told {
+            " (stopped by an interrupt)"
+        } else {
+            ""
+        }
     );
     let trained = shape.layers(&found.params);
     let mut notes = vec![("slurp.trained", how)];
@@ -601,6 +623,23 @@ fn evolve(
         cells.len()
     );
     Ok(None)
+}
+
+/// A flag the first SIGINT or SIGTERM raises, so that a search the user
+/// stops still writes (and judges) the network it kept: an hour's search
+/// is not lost to a Ctrl-C. A second one, with the flag up, ends slurp at
+/// once (exit status 130), as an impatient user expects.
+fn on_interrupt() -> io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let raised = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // The shutdown is registered first: on the first signal it sees
+        // the flag still down and does nothing; the second finds it up.
+        flag::register_conditional_shutdown(signal, 130, Arc::clone(&raised))?;
+        flag::register(signal, Arc::clone(&raised))?;
+    }
+    Ok(raised)
 }
 
 /// Each trace's windows for a search: `args.windows` of 1,024 jobs inside

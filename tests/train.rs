@@ -243,6 +243,131 @@ fn a_tighter_average_bound_is_recorded_in_the_model_it_searched() {
     assert!(bytes.windows(said.len()).any(|w| w == said));
 }
 
+/// Starts `slurp policy train` in a fresh directory on a search that would
+/// run for minutes (about five generations a second here); its stderr
+/// comes line by line through the channel.
+fn started_search(
+    out: &str,
+) -> (
+    tempfile::TempDir,
+    std::process::Child,
+    std::sync::mpsc::Receiver<String>,
+) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(common::binary())
+        .args([
+            "policy",
+            "train",
+            "gen:small:1:3000",
+            "-o",
+            out,
+            "--generations",
+            "100000",
+            "--seconds",
+            "600",
+            "--population",
+            "4",
+            "--windows",
+            "2",
+            "--judge-samples",
+            "2",
+            "--hidden",
+            "2",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (dir, child, rx)
+}
+
+/// Lines from `rx` until one starts with `prefix` (within a minute).
+fn lines_until(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(line) => {
+                let done = line.starts_with(prefix);
+                seen.push(line);
+                if done {
+                    return seen;
+                }
+            }
+            Err(e) => panic!(
+                "no line starting {prefix:?} ({e}); seen:\n{}",
+                seen.join("\n")
+            ),
+        }
+    }
+}
+
+#[test]
+fn an_interrupted_search_still_writes_and_judges_the_network_it_kept() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let (dir, mut child, rx) = started_search("site.onnx");
+    lines_until(&rx, "generation 2:");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let said = lines_until(&rx, "interrupted: ending the search after generation");
+    let rest: Vec<String> = rx.iter().collect();
+    let status = child.wait().unwrap();
+    let all = format!("{}\n{}", said.join("\n"), rest.join("\n"));
+    assert!(status.success(), "{status}: {all}");
+    // It stopped within a generation or two of the signal, not at its
+    // budget, and went on to write the model and judge it.
+    let last: usize = said
+        .last()
+        .unwrap()
+        .trim_start_matches("interrupted: ending the search after generation ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((2..20).contains(&last), "{all}");
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("wrote site.onnx (on its training windows:")),
+        "{all}"
+    );
+    let curve = std::fs::read_to_string(dir.path().join("site.onnx.train/curve.csv")).unwrap();
+    assert_eq!(curve.lines().count(), 1 + last, "{curve}");
+    let model = slurp_fair::Model::load(&dir.path().join("site.onnx"), None).unwrap();
+    assert_eq!(model.sight, Sight::V4);
+    let bytes = std::fs::read(dir.path().join("site.onnx")).unwrap();
+    let note = format!("after {last} generations (stopped by an interrupt)");
+    assert!(bytes.windows(note.len()).any(|w| w == note.as_bytes()));
+}
+
+#[test]
+fn a_second_interrupt_ends_a_search_at_once() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let (dir, mut child, rx) = started_search("site.onnx");
+    lines_until(&rx, "generation 1:");
+    let pid = Pid::from_raw(child.id() as i32);
+    // Two signals of different kinds (two of one kind sent at once may
+    // arrive as one), sent together: the second comes long before the
+    // search could end its generation and write anything.
+    kill(pid, Signal::SIGTERM).unwrap();
+    kill(pid, Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(!dir.path().join("site.onnx").exists(), "nothing written");
+}
+
 #[test]
 fn search_options_out_of_range_are_refused_before_the_search() {
     for (option, value, said) in [

@@ -41,6 +41,7 @@
 //! score on one draw flatters it, the mean's on the whole pool does not.
 
 use std::cell::{Cell as Counter, RefCell};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -461,15 +462,16 @@ pub struct Evolved {
 }
 
 /// Searches for the network of `opts.shape` with the lowest loss on
-/// `arena`, until `opts.generations` or `opts.time`; `progress` is told of
-/// every generation. With `opts.redraw`, a generation's `best` is the
+/// `arena`, until `opts.generations` or `opts.time`, or until `progress`,
+/// told of every generation, breaks: the search then ends with what it
+/// has kept so far, as it would at its budget. With `opts.redraw`, a generation's `best` is the
 /// lowest loss on all the windows of any generation's mean so far (with
 /// `opts.validation`, on the validation cells), and `this` the
 /// generation's best on its own draw.
 pub fn evolve(
     arena: &Arena,
     opts: &Options,
-    mut progress: impl FnMut(&Generation),
+    mut progress: impl FnMut(&Generation) -> ControlFlow<()>,
 ) -> Result<Evolved, String> {
     let failure: RefCell<Option<String>> = RefCell::new(None);
     let dims = opts.shape.params();
@@ -573,9 +575,9 @@ pub fn evolve(
             this,
             elapsed: started.elapsed(),
         };
-        progress(&generation);
+        let asked = progress(&generation);
         curve.push(generation);
-        if done.is_some() {
+        if done.is_some() || asked.is_break() {
             break;
         }
     }

@@ -1,6 +1,7 @@
 //! The search (`evolve.rs`) scores a network exactly as `slurp policy
 //! judge` does, and its loss follows the stated formula.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use slurp_fair::evolve::{self, Arena, Shape};
@@ -181,7 +182,11 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         validation: None,
     };
     let mut seen = Vec::new();
-    let found = evolve::evolve(&arena, &opts, |g| seen.push(*g)).unwrap();
+    let found = evolve::evolve(&arena, &opts, |g| {
+        seen.push(*g);
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(seen.len(), 6, "one report a generation");
     assert!(
         seen.windows(2).all(|p| p[1].best <= p[0].best),
@@ -195,6 +200,30 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         (again - found.loss).abs() < 1e-9,
         "{again} vs {}",
         found.loss
+    );
+
+    // Asked to stop (Ctrl-C in `slurp policy train`), the search ends after
+    // that generation with what it had kept by then: the same search,
+    // seeded alike, stopped at its third generation.
+    let mut stopped_at = Vec::new();
+    let stopped = evolve::evolve(&arena, &opts, |g| {
+        stopped_at.push(*g);
+        if g.generation == 3 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        stopped_at.len(),
+        3,
+        "no generation after the one that stopped it"
+    );
+    assert_eq!(stopped.curve.len(), 3);
+    assert_eq!(
+        stopped.loss, seen[2].best,
+        "what the full search had kept by then"
     );
 }
 
@@ -341,7 +370,11 @@ fn short_search() -> evolve::Options {
 /// the best kept so far never gets worse.
 fn kept_search(arena: &Arena, opts: &evolve::Options) -> evolve::Evolved {
     let mut seen = Vec::new();
-    let found = evolve::evolve(arena, opts, |g| seen.push(*g)).unwrap();
+    let found = evolve::evolve(arena, opts, |g| {
+        seen.push(*g);
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(seen.len(), 4);
     assert!(seen.windows(2).all(|p| p[1].best <= p[0].best));
     found
