@@ -141,6 +141,11 @@ fn a_hold_out_that_leaves_nothing_to_train_or_judge_on_is_refused() {
 /// A search small enough for a test: `gen:small:1:3000`, populations of
 /// 4 on 2 windows, judged on 2; `more` adds or overrides options.
 fn small_search(out: &str, generations: &str, more: &[&str]) -> Test {
+    Test::new().args(&small_search_args(out, generations, more))
+}
+
+/// [`small_search`]'s arguments.
+fn small_search_args<'a>(out: &'a str, generations: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "policy",
         "train",
@@ -157,7 +162,7 @@ fn small_search(out: &str, generations: &str, more: &[&str]) -> Test {
         "2",
     ];
     args.extend_from_slice(more);
-    Test::new().args(&args)
+    args
 }
 
 #[test]
@@ -256,25 +261,11 @@ fn started_search(
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(common::binary())
-        .args([
-            "policy",
-            "train",
-            "gen:small:1:3000",
-            "-o",
+        .args(small_search_args(
             out,
-            "--generations",
             "100000",
-            "--seconds",
-            "600",
-            "--population",
-            "4",
-            "--windows",
-            "2",
-            "--judge-samples",
-            "2",
-            "--hidden",
-            "2",
-        ])
+            &["--seconds", "600", "--hidden", "2"],
+        ))
         .current_dir(dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
