@@ -128,6 +128,14 @@ pub struct TrainArgs {
     /// that only fits the training windows is not the one kept
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     validate: Vec<PathBuf>,
+    /// evolve, with --init and --validate: judge the network found and the
+    /// start on N more draws of the validation traces' windows (other
+    /// seeds); unless the one found has the lower mean loss there, the
+    /// start's network is written unchanged (the one found goes to
+    /// MODEL.train/searched.onnx): a network kept because it scored best on
+    /// one draw may only be lucky on it. 0: no confirmation
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    confirm: usize,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
@@ -315,7 +323,7 @@ fn evolve(
         return usage("--average-within: a positive multiple of the best average, e.g. 1.0")
             .map(Some);
     }
-    let stages = match windows_of(args, workloads, &args.traces, split) {
+    let stages = match windows_of(args, workloads, &args.traces, split, args.seed) {
         Ok(stages) => stages,
         Err(e) => return usage(e).map(Some),
     };
@@ -327,7 +335,10 @@ fn evolve(
             Err(e) => return usage(e).map(Some),
         }
     }
-    let checks = match windows_of(args, checks, &args.validate, split) {
+    // Kept for the confirmation's other draws, when there is a start to
+    // confirm against.
+    let confirming = (args.confirm > 0 && args.init.is_some()).then(|| checks.clone());
+    let checks = match windows_of(args, checks, &args.validate, split, args.seed) {
         Ok(checks) => checks,
         Err(e) => return usage(e).map(Some),
     };
@@ -531,6 +542,54 @@ fn evolve(
         &points,
         10,
     )?;
+    // The confirmation: the network found against its start on other
+    // draws of the validation windows.
+    let confirmed = match (&opts.start, confirming, opts.validation.is_some()) {
+        (Some(start), Some(_), true) if *start == found.params => {
+            eprintln!(
+                "no generation scored better than the start on the validation windows: the start's network is written unchanged"
+            );
+            None
+        }
+        (Some(start), Some(raw), true) => {
+            eprintln!(
+                "confirming on {} more draws of the validation traces' windows (seeds {}..={})",
+                args.confirm,
+                args.seed.wrapping_add(1),
+                args.seed.wrapping_add(args.confirm as u64)
+            );
+            let mut draws = Vec::with_capacity(args.confirm);
+            for i in 1..=args.confirm as u64 {
+                let seed = args.seed.wrapping_add(i);
+                match windows_of(args, raw.clone(), &args.validate, split, seed) {
+                    Ok(stages) => draws.push(Arena::of_kinds(stages, &kinds)),
+                    Err(e) => return usage(e).map(Some),
+                }
+            }
+            match evolve::confirm(&draws, &opts, start, &found.params) {
+                Ok(c) => {
+                    eprintln!(
+                        "the network found: mean loss {:.4} against the start's {:.4}, lower on {} of {} draws: {}",
+                        c.found_mean(),
+                        c.start_mean(),
+                        c.wins(),
+                        c.found.len(),
+                        if c.better() {
+                            "it is written"
+                        } else {
+                            "no better than its start, whose network is written unchanged (the one found: searched.onnx beside the curve)"
+                        }
+                    );
+                    Some((c, start.clone()))
+                }
+                Err(e) => {
+                    eprintln!("error: the confirmation failed: {e}");
+                    return Ok(Some(ExitCode::from(1)));
+                }
+            }
+        }
+        _ => None,
+    };
     let how = format!(
         "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
         shape.hidden,
@@ -581,9 +640,78 @@ fn evolve(
             ""
         }
     );
-    let trained = shape.layers(&found.params);
+    let confirmation = |c: &evolve::Confirmed| {
+        format!(
+            "mean loss {:.4} against the start's {:.4} on {} other draws of the validation windows",
+            c.found_mean(),
+            c.start_mean(),
+            c.found.len()
+        )
+    };
+    let (params, how) = match &confirmed {
+        Some((c, start)) if !c.better() => {
+            // What was found is not lost: written beside the curve.
+            let searched = work.join("searched.onnx");
+            let note = format!("{how}; not written as the model: {}", confirmation(c));
+            write_searched(
+                &searched,
+                &shape.layers(&found.params),
+                sight,
+                &keep,
+                slot,
+                note,
+            )?;
+            (
+                start.clone(),
+                format!(
+                    "{how}; the search's network was not confirmed ({}), so this is the start's, unchanged",
+                    confirmation(c)
+                ),
+            )
+        }
+        Some((c, _)) => (
+            found.params.clone(),
+            format!("{how}; confirmed: {}", confirmation(c)),
+        ),
+        None => (found.params.clone(), how),
+    };
+    write_searched(
+        &args.output,
+        &shape.layers(&params),
+        sight,
+        &keep,
+        slot,
+        how,
+    )?;
+    let model = match Model::load(&args.output, None) {
+        Ok(m) => Arc::new(m),
+        Err(e) => return usage(e).map(Some),
+    };
+    let cells = match arena.cells(&model, "model") {
+        Ok(c) => c,
+        Err(e) => return usage(e).map(Some),
+    };
+    let (won, ratio) = judge::rank(&cells);
+    eprintln!(
+        "wrote {} (on its training windows: {won} of {} cells won with the average kept, worst user {ratio:.3}× the fairest heuristic's)",
+        args.output.display(),
+        cells.len()
+    );
+    Ok(None)
+}
+
+/// Writes to `path` the model with `trained` (seeing `sight`) as its
+/// network for `slot`, and the other networks `keep` has, noted as `how`.
+fn write_searched(
+    path: &Path,
+    trained: &[slurp_fair::export::Dense],
+    sight: Sight,
+    keep: &Keep,
+    slot: Slot,
+    how: String,
+) -> io::Result<()> {
     let mut notes = vec![("slurp.trained", how)];
-    let trained = Some((trained, sight));
+    let trained = Some((trained.to_vec(), sight));
     let [main, slurp_easy, committed, easy] =
         [Slot::Main, Slot::SlurpEasy, Slot::Committed, Slot::Easy].map(|at| {
             if at == slot {
@@ -607,22 +735,7 @@ fn evolve(
     }
     let (main, main_sight) = main.expect("the searched network or the start's own");
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
-    std::fs::write(&args.output, bytes)?;
-    let model = match Model::load(&args.output, None) {
-        Ok(m) => Arc::new(m),
-        Err(e) => return usage(e).map(Some),
-    };
-    let cells = match arena.cells(&model, "model") {
-        Ok(c) => c,
-        Err(e) => return usage(e).map(Some),
-    };
-    let (won, ratio) = judge::rank(&cells);
-    eprintln!(
-        "wrote {} (on its training windows: {won} of {} cells won with the average kept, worst user {ratio:.3}× the fairest heuristic's)",
-        args.output.display(),
-        cells.len()
-    );
-    Ok(None)
+    std::fs::write(path, bytes)
 }
 
 /// A flag the first SIGINT or SIGTERM raises, so that a search the user
@@ -643,13 +756,15 @@ fn on_interrupt() -> io::Result<Arc<AtomicBool>> {
 }
 
 /// Each trace's windows for a search: `args.windows` of 1,024 jobs inside
-/// its first `split`, busy ones (`args.min_bsld`) where it has enough.
+/// its first `split`, busy ones (`args.min_bsld`) where it has enough,
+/// drawn with `seed`.
 #[allow(clippy::type_complexity)]
 fn windows_of(
     args: &TrainArgs,
     workloads: Vec<slurp_sim::Workload>,
     names: &[PathBuf],
     split: &str,
+    seed: u64,
 ) -> Result<Vec<(String, slurp_sim::Workload, Vec<Window>)>, String> {
     let mut stages = Vec::new();
     for (workload, name) in workloads.into_iter().zip(names) {
@@ -658,7 +773,7 @@ fn windows_of(
         let draw = |min_bsld: f64| Draw {
             count: args.windows,
             len: 1024.min(within.map_or(workload.jobs.len(), |w| w.len)),
-            seed: args.seed,
+            seed,
             within,
             min_bsld,
         };

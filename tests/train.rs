@@ -441,6 +441,94 @@ fn a_search_with_validation_traces_keeps_its_network_by_them() {
 }
 
 #[test]
+fn a_search_from_a_model_is_confirmed_on_other_draws_before_it_replaces_the_start() {
+    let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
+    let from = slurp_fair::Model::load(std::path::Path::new(fair_v3), None).unwrap();
+    // Whether the search's network was written. Seed 5's search is
+    // confirmed, seed 7's is not (each is deterministic): both ways must
+    // write what they say.
+    let confirmed = |seed: &str| -> bool {
+        let test = small_search(
+            "c.onnx",
+            "3",
+            &[
+                "--init",
+                fair_v3,
+                "--validate",
+                "gen:mid:2:3000",
+                "--confirm",
+                "3",
+                "--sigma",
+                "0.5",
+                "--seed",
+                seed,
+            ],
+        );
+        let run = test.run().success();
+        let first: u64 = seed.parse::<u64>().unwrap() + 1;
+        let said = format!(
+            "confirming on 3 more draws of the validation traces' windows (seeds {first}..={})",
+            first + 2
+        );
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        let verdict = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("the network found: mean loss "))
+            .unwrap_or_else(|| panic!("{}", run.stderr));
+        // "… mean loss F against the start's S, lower on K of 3 draws: …"
+        let number = |after: &str| -> f64 {
+            let rest = &verdict[verdict.find(after).unwrap() + after.len()..];
+            rest.split([' ', ',']).next().unwrap().parse().unwrap()
+        };
+        let (found, start) = (number("mean loss "), number("against the start's "));
+        assert!(verdict.contains(" of 3 draws: "), "{verdict}");
+        let written = slurp_fair::Model::load(&test.path().join("c.onnx"), None).unwrap();
+        let bytes = std::fs::read(test.path().join("c.onnx")).unwrap();
+        let has = |said: &str| bytes.windows(said.len()).any(|w| w == said.as_bytes());
+        if found < start {
+            // The search's network replaces the start's.
+            assert!(verdict.ends_with("it is written"), "{verdict}");
+            assert_ne!(written.layers(), from.layers());
+            assert!(has("; confirmed: mean loss"));
+            assert!(!test.path().join("c.onnx.train/searched.onnx").exists());
+            true
+        } else {
+            // The start's network, to the weight; the search's is kept aside.
+            assert!(verdict.contains("no better than its start"), "{verdict}");
+            assert_eq!(written.layers(), from.layers());
+            assert!(has("so this is the start's, unchanged"));
+            let aside =
+                slurp_fair::Model::load(&test.path().join("c.onnx.train/searched.onnx"), None)
+                    .unwrap();
+            assert_ne!(aside.layers(), from.layers());
+            false
+        }
+    };
+    assert!(confirmed("5"));
+    assert!(!confirmed("7"));
+    // Without a confirmation the search's network is written as before.
+    let plain = small_search(
+        "p.onnx",
+        "3",
+        &[
+            "--init",
+            fair_v3,
+            "--validate",
+            "gen:mid:2:3000",
+            "--confirm",
+            "0",
+            "--sigma",
+            "0.5",
+        ],
+    );
+    let run = plain.run().success();
+    assert!(!run.stderr.contains("confirming"), "{}", run.stderr);
+    let written = slurp_fair::Model::load(&plain.path().join("p.onnx"), None).unwrap();
+    assert_ne!(written.layers(), from.layers());
+}
+
+#[test]
 fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
     // fair-v4 carries one network for committed choices, for both modes.
     let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");

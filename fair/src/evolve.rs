@@ -39,6 +39,13 @@
 //! stay the best. What the search returns is then the distribution's mean
 //! of the generation that scored lowest on *all* the windows: a proposal's
 //! score on one draw flatters it, the mean's on the whole pool does not.
+//!
+//! With `Options::validation` the mean kept is the one that scores best
+//! on the validation cells, which flatters it in the same way: it is the
+//! best of hundreds on one draw of validation windows. [`confirm`] judges
+//! the network kept and the search's start on other draws, so that the
+//! caller (`slurp policy train --confirm`) writes the start unchanged when
+//! the search found nothing better there.
 
 use std::cell::{Cell as Counter, RefCell};
 use std::ops::ControlFlow;
@@ -597,9 +604,107 @@ pub fn evolve(
     })
 }
 
+/// A searched network and its start, each judged on the same fresh draws
+/// of windows ([`confirm`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmed {
+    /// The start's loss on each draw, and the searched network's.
+    pub start: Vec<f64>,
+    pub found: Vec<f64>,
+}
+
+impl Confirmed {
+    /// The draws on which the searched network's loss is the lower.
+    pub fn wins(&self) -> usize {
+        self.found
+            .iter()
+            .zip(&self.start)
+            .filter(|(f, s)| f < s)
+            .count()
+    }
+
+    fn mean(losses: &[f64]) -> f64 {
+        losses.iter().sum::<f64>() / losses.len().max(1) as f64
+    }
+
+    pub fn start_mean(&self) -> f64 {
+        Confirmed::mean(&self.start)
+    }
+
+    pub fn found_mean(&self) -> f64 {
+        Confirmed::mean(&self.found)
+    }
+
+    /// Whether the search's network is better than its start over the
+    /// draws: a lower mean loss. A network kept because it scored best on
+    /// one draw of validation windows is partly kept for that draw (with
+    /// hundreds of generations to choose from, some mean is lucky there);
+    /// on draws it was not chosen by, a network that only fits its draw is
+    /// no better than where it started.
+    pub fn better(&self) -> bool {
+        !self.found.is_empty() && self.found_mean() < self.start_mean()
+    }
+}
+
+/// Judges the network `found` and the start `start` (both of `opts.shape`,
+/// seeing `opts.sight`) with `opts.loss` on each of `draws`: arenas of the
+/// validation traces' windows drawn with other seeds than the one the
+/// search kept its network by.
+pub fn confirm(
+    draws: &[Arena],
+    opts: &Options,
+    start: &[f64],
+    found: &[f64],
+) -> Result<Confirmed, String> {
+    let loss = |arena: &Arena, params: &[f64]| -> Result<f64, String> {
+        let net = Arc::new(model_seeing(opts.sight, &opts.shape, params, &[])?);
+        Ok(opts.loss.of(&arena.cells(&net, "evolved")?))
+    };
+    let mut confirmed = Confirmed {
+        start: Vec::with_capacity(draws.len()),
+        found: Vec::with_capacity(draws.len()),
+    };
+    for arena in draws {
+        confirmed.start.push(loss(arena, start)?);
+        confirmed.found.push(loss(arena, found)?);
+    }
+    Ok(confirmed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_search_is_confirmed_by_its_mean_over_the_draws() {
+        // Lower on two draws of three, but by less than it is higher on
+        // the third: not better.
+        let c = Confirmed {
+            start: vec![0.10, 0.10, 0.10],
+            found: vec![0.09, 0.08, 0.20],
+        };
+        assert_eq!(c.wins(), 2);
+        assert!(!c.better());
+        let c = Confirmed {
+            start: vec![0.10, 0.10, 0.10],
+            found: vec![0.11, 0.02, 0.05],
+        };
+        assert_eq!(c.wins(), 2);
+        assert!(c.better());
+        // A tie is no improvement; no draws confirm nothing.
+        let tie = Confirmed {
+            start: vec![0.1],
+            found: vec![0.1],
+        };
+        assert!(!tie.better());
+        assert!(
+            !Confirmed {
+                start: vec![],
+                found: vec![]
+            }
+            .better()
+        );
+    }
 
     #[test]
     fn shapes_count_and_split_their_parameters() {
