@@ -95,7 +95,7 @@ struct RunArgs {
     /// `fair-v4` (built in: v3 that tells narrow tasks apart on many
     /// cores), `fair-v5` (built in: fair-v4 with networks of its own for
     /// EASY; the fairest of them, in slurp's model and RLScheduler's; with
-    /// `+easy`, `fairshare+easy` is still fairer on a quarter of workloads)
+    /// `+easy`, `fairshare+easy` is still fairer on a fifth of workloads)
     /// or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
