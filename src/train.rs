@@ -131,7 +131,7 @@ pub struct TrainArgs {
     /// evolve, with --init and --validate: judge the network found and the
     /// start on N more draws of the validation traces' windows (other
     /// seeds); unless the one found has the lower mean loss there, the
-    /// start's network is written unchanged (the one found goes to
+    /// network the search started from is written (the one found goes to
     /// MODEL.train/searched.onnx): a network kept because it scored best on
     /// one draw may only be lucky on it. 0: no confirmation
     #[arg(long, value_name = "N", default_value_t = 8)]
@@ -547,7 +547,7 @@ fn evolve(
     let confirmed = match (&opts.start, confirming, opts.validation.is_some()) {
         (Some(start), Some(_), true) if *start == found.params => {
             eprintln!(
-                "no generation scored better than the start on the validation windows: the start's network is written unchanged"
+                "no generation scored better than the start on the validation windows: the network the search started from is written"
             );
             None
         }
@@ -577,7 +577,7 @@ fn evolve(
                         if c.better() {
                             "it is written"
                         } else {
-                            "no better than its start, whose network is written unchanged (the one found: searched.onnx beside the curve)"
+                            "no better than its start: the network the search started from is written (the one found: searched.onnx beside the curve)"
                         }
                     );
                     Some((c, start.clone()))
@@ -664,7 +664,7 @@ fn evolve(
             (
                 start.clone(),
                 format!(
-                    "{how}; the search's network was not confirmed ({}), so this is the start's, unchanged",
+                    "{how}; the search's network was not confirmed ({}), so this is the network it started from",
                     confirmation(c)
                 ),
             )

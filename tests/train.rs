@@ -497,7 +497,7 @@ fn a_search_from_a_model_is_confirmed_on_other_draws_before_it_replaces_the_star
             // The start's network, to the weight; the search's is kept aside.
             assert!(verdict.contains("no better than its start"), "{verdict}");
             assert_eq!(written.layers(), from.layers());
-            assert!(has("so this is the start's, unchanged"));
+            assert!(has("so this is the network it started from"));
             let aside =
                 slurp_fair::Model::load(&test.path().join("c.onnx.train/searched.onnx"), None)
                     .unwrap();
