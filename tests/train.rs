@@ -444,26 +444,24 @@ fn a_search_with_validation_traces_keeps_its_network_by_them() {
 fn a_search_from_a_model_is_confirmed_on_other_draws_before_it_replaces_the_start() {
     let fair_v3 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v3.onnx");
     let from = slurp_fair::Model::load(std::path::Path::new(fair_v3), None).unwrap();
+    // Three generations from fair-v3, kept by a validation trace.
+    let from_v3 = |out: &str, more: &[&str]| {
+        let mut args = vec![
+            "--init",
+            fair_v3,
+            "--validate",
+            "gen:mid:2:3000",
+            "--sigma",
+            "0.5",
+        ];
+        args.extend_from_slice(more);
+        small_search(out, "3", &args)
+    };
     // Whether the search's network was written. Seed 5's search is
     // confirmed, seed 7's is not (each is deterministic): both ways must
     // write what they say.
     let confirmed = |seed: &str| -> bool {
-        let test = small_search(
-            "c.onnx",
-            "3",
-            &[
-                "--init",
-                fair_v3,
-                "--validate",
-                "gen:mid:2:3000",
-                "--confirm",
-                "3",
-                "--sigma",
-                "0.5",
-                "--seed",
-                seed,
-            ],
-        );
+        let test = from_v3("c.onnx", &["--confirm", "3", "--seed", seed]);
         let run = test.run().success();
         let first: u64 = seed.parse::<u64>().unwrap() + 1;
         let said = format!(
@@ -508,20 +506,7 @@ fn a_search_from_a_model_is_confirmed_on_other_draws_before_it_replaces_the_star
     assert!(confirmed("5"));
     assert!(!confirmed("7"));
     // Without a confirmation the search's network is written as before.
-    let plain = small_search(
-        "p.onnx",
-        "3",
-        &[
-            "--init",
-            fair_v3,
-            "--validate",
-            "gen:mid:2:3000",
-            "--confirm",
-            "0",
-            "--sigma",
-            "0.5",
-        ],
-    );
+    let plain = from_v3("p.onnx", &["--confirm", "0"]);
     let run = plain.run().success();
     assert!(!run.stderr.contains("confirming"), "{}", run.stderr);
     let written = slurp_fair::Model::load(&plain.path().join("p.onnx"), None).unwrap();
