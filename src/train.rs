@@ -133,9 +133,9 @@ pub struct TrainArgs {
     /// seeds); unless the one found has the lower mean loss there, the
     /// network the search started from is written (the one found goes to
     /// MODEL.train/searched.onnx): a network kept because it scored best on
-    /// one draw may only be lucky on it. 0: no confirmation
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    confirm: usize,
+    /// one draw may only be lucky on it (default 8; 0: no confirmation)
+    #[arg(long, value_name = "N")]
+    confirm: Option<usize>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
@@ -337,7 +337,19 @@ fn evolve(
     }
     // Kept for the confirmation's other draws, when there is a start to
     // confirm against.
-    let confirming = (args.confirm > 0 && args.init.is_some()).then(|| checks.clone());
+    let confirm = match args.confirm {
+        // Asked for where there is nothing to confirm against: said, not
+        // silently skipped.
+        Some(n) if n > 0 && (args.init.is_none() || args.validate.is_empty()) => {
+            return usage(
+                "--confirm: a search is confirmed against its start on the --validate traces, so it needs --init and --validate",
+            )
+            .map(Some);
+        }
+        Some(n) => n,
+        None => CONFIRM_DRAWS,
+    };
+    let confirming = (confirm > 0 && args.init.is_some()).then(|| checks.clone());
     let checks = match windows_of(args, checks, &args.validate, split, args.seed) {
         Ok(checks) => checks,
         Err(e) => return usage(e).map(Some),
@@ -554,12 +566,12 @@ fn evolve(
         (Some(start), Some(raw), true) => {
             eprintln!(
                 "confirming on {} more draws of the validation traces' windows (seeds {}..={})",
-                args.confirm,
+                confirm,
                 args.seed.wrapping_add(1),
-                args.seed.wrapping_add(args.confirm as u64)
+                args.seed.wrapping_add(confirm as u64)
             );
-            let mut draws = Vec::with_capacity(args.confirm);
-            for i in 1..=args.confirm as u64 {
+            let mut draws = Vec::with_capacity(confirm);
+            for i in 1..=confirm as u64 {
                 let seed = args.seed.wrapping_add(i);
                 match windows_of(args, raw.clone(), &args.validate, split, seed) {
                     Ok(stages) => draws.push(Arena::of_kinds(stages, &kinds)),
@@ -737,6 +749,10 @@ fn write_searched(
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
     std::fs::write(path, bytes)
 }
+
+/// Draws of the validation windows a search from `--init` is confirmed on
+/// unless `--confirm` says otherwise.
+const CONFIRM_DRAWS: usize = 8;
 
 /// A flag the first SIGINT or SIGTERM raises, so that a search the user
 /// stops still writes (and judges) the network it kept: an hour's search

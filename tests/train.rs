@@ -374,6 +374,12 @@ fn search_options_out_of_range_are_refused_before_the_search() {
         ),
         ("--gain", "0", "--gain: a positive log ratio"),
         ("--redraw", "0", "--redraw: at least 1 window a trace"),
+        // Nothing to confirm against without --init and --validate.
+        (
+            "--confirm",
+            "3",
+            "--confirm: a search is confirmed against its start",
+        ),
     ] {
         small_search("m.onnx", "1", &[option, value])
             .run()
