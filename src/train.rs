@@ -119,9 +119,10 @@ pub struct TrainArgs {
     hidden: Option<Vec<usize>>,
     /// evolve: what the network sees: `v4` (v3 with job widths on a log
     /// scale), `v5` (v4 with places in fair-share turns), `v7` (v5 with
-    /// each job's urgency to its user) or `v3` (default: what --init's
-    /// searched network sees, if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7"])]
+    /// each job's urgency to its user), `v8` (v5 with each job's cost to
+    /// the whole queue) or `v3` (default: what --init's searched network
+    /// sees, if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8"])]
     observation: Option<String>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
@@ -399,7 +400,7 @@ fn evolve(
             Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
     };
-    // clap admits only `v3` … `v7`. Each network of a model sees
+    // clap admits only `v3` … `v8`. Each network of a model sees
     // its own observation (the model file says which), so the one searched
     // may see another than the one kept beside it.
     let sight = match (
@@ -429,6 +430,12 @@ fn evolve(
                     // most urgent job).
                     if from.urgency() != sight.urgency() {
                         evolve::fold_input(&mut layers, 5, 1.0);
+                    }
+                    // Likewise feature 8 between the width against the
+                    // shown jobs' and v8's queue cost: scored as where it
+                    // was 0 (a job of their mean width, or of no cost).
+                    if from.queue_cost() != sight.queue_cost() {
+                        evolve::fold_input(&mut layers, 7, 0.0);
                     }
                     layers
                 })
@@ -860,7 +867,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     };
     if m.sight == Sight::V1 {
         return Err(format!(
-            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v7 model"
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v8 model"
         ));
     }
     let Some(main) = m.layers() else {

@@ -681,6 +681,70 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
     assert!(!test.path().join("m.onnx").exists());
 }
 
+/// A feature that means another thing in the observation searched than in
+/// the start's (v5's fair-share factor, 6, is v7's urgency; v5's width
+/// against the shown jobs', 8, is v8's queue cost) is folded into the
+/// start's biases at the value named in `--observation`'s help: the search
+/// starts from a network that scores every slot as the start did with that
+/// feature at it, and reads the new feature from zero.
+#[test]
+fn a_search_seeing_a_feature_anew_starts_with_the_old_one_folded() {
+    let fair_v5 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v5.onnx");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let start = load(fair_v5.as_ref()).committed_layers(true).unwrap();
+    for (sight, feature, at) in [(Sight::V7, 6, 1.0f32), (Sight::V8, 8, 0.0)] {
+        // A search that cannot move (sigma 1e-9): what it writes is its start.
+        let test = small_search(
+            "m.onnx",
+            "1",
+            &[
+                "--init",
+                fair_v5,
+                "--sim-model",
+                "reference",
+                "--backfill",
+                "easy",
+                "--observation",
+                sight.name(),
+                "--sigma",
+                "1e-9",
+            ],
+        );
+        test.run().success();
+        let written = load(&test.path().join("m.onnx"));
+        assert_eq!(written.committed(true).sight, sight);
+        let searched = written.committed_layers(true).unwrap();
+        let (old, new) = (&start[0], &searched[0]);
+        let outputs = old.outputs();
+        let row = (feature - 1) * outputs..feature * outputs;
+        assert!(
+            old.w[row.clone()].iter().any(|w| w.abs() > 0.1),
+            "fair-v5's network reads feature {feature}: the test can tell a fold"
+        );
+        for (i, (a, b)) in old.w.iter().zip(&new.w).enumerate() {
+            let want = if row.contains(&i) { 0.0 } else { *a };
+            assert!(
+                (b - want).abs() < 1e-4,
+                "{sight:?}, weight {i}: {b} against {want}"
+            );
+        }
+        for (j, b) in new.b.iter().enumerate() {
+            let want = old.b[j] + old.w[row.start + j] * at;
+            assert!(
+                (b - want).abs() < 1e-4,
+                "{sight:?}, bias {j}: {b} against {want}"
+            );
+        }
+        for (a, b) in start[1..].iter().zip(&searched[1..]) {
+            let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() < 1e-4);
+            assert!(
+                close(&a.w, &b.w) && close(&a.b, &b.b),
+                "{sight:?}: a later layer"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_network_written_into_another_model_keeps_the_observation_it_sees() {
     // fair-v4's network for committed choices sees its model's v4, left

@@ -86,17 +86,27 @@ pub enum Sight {
     /// and a network saved with it, `fair/trainer/runs/v12-reservation-e1.onnx`,
     /// must be refused as unknown, not read as this.)
     V7,
+    /// v5 with feature 8 the queue's cost of the job: the waiting jobs'
+    /// summed rate of bounded slowdown (`Q = Σ 1/max(r_i, 10)` over the
+    /// whole queue) times the share of the machine the job would hold for
+    /// its estimate (`n/C · max(r, 10)`), on a log scale — how much the
+    /// queue's total slowdown grows while it runs, where v5's features are
+    /// all relative to the shown jobs and cannot tell a busy queue from a
+    /// quiet one. It replaces the width against the shown jobs', which
+    /// fair-v5's networks for slurp's model read not at all.
+    V8,
 }
 
 impl Sight {
     /// Every observation, oldest first.
-    pub const ALL: [Sight; 6] = [
+    pub const ALL: [Sight; 7] = [
         Sight::V1,
         Sight::V2,
         Sight::V3,
         Sight::V4,
         Sight::V5,
         Sight::V7,
+        Sight::V8,
     ];
 
     /// The observation called `name` (`v1` … `v7`, as [`Sight::name`]
@@ -113,19 +123,23 @@ impl Sight {
             Sight::V4 => "v4",
             Sight::V5 => "v5",
             Sight::V7 => "v7",
+            Sight::V8 => "v8",
         }
     }
 
     /// Whether it shows v3's wider slots and each user's waiting jobs in
     /// its standing (`observe_v2::wide_slots`).
     pub fn wide(self) -> bool {
-        matches!(self, Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7)
+        matches!(
+            self,
+            Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8
+        )
     }
 
-    /// Whether feature 1 is the user's place in fair-share turns (v5, v7)
-    /// rather than the job's width.
+    /// Whether feature 1 is the user's place in fair-share turns (v5, v7,
+    /// v8) rather than the job's width.
     pub fn turns(self) -> bool {
-        matches!(self, Sight::V5 | Sight::V7)
+        matches!(self, Sight::V5 | Sight::V7 | Sight::V8)
     }
 
     /// Whether feature 6 is the job's urgency to its user (v7) rather than
@@ -134,10 +148,16 @@ impl Sight {
         self == Sight::V7
     }
 
+    /// Whether feature 8 is the queue's cost of the job (v8) rather than
+    /// its width against the shown jobs'.
+    pub fn queue_cost(self) -> bool {
+        self == Sight::V8
+    }
+
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
-            Sight::V4 | Sight::V5 | Sight::V7 => crate::observe_v2::Widths::Logs,
+            Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 => crate::observe_v2::Widths::Logs,
             _ => crate::observe_v2::Widths::Shares,
         }
     }
@@ -242,14 +262,14 @@ fn carried(
             .filter(|&s| s != Sight::V1)
             .ok_or_else(|| {
                 bad(format!(
-                    "`{sight_key}` is `{}`; it may name v2, v3, v4, v5 or v7",
+                    "`{sight_key}` is `{}`; it may name v2, v3, v4, v5, v7 or v8",
                     p.value
                 ))
             })?,
     };
     if sight == Sight::V1 {
         return Err(bad(
-            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v7 model can".into(),
+            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v8 model can".into(),
         ));
     }
     if !crate::export::chains(&layers) {

@@ -1,4 +1,4 @@
-//! The site-independent observations (`v2` … `v7`): what a learned
+//! The site-independent observations (`v2` … `v8`): what a learned
 //! policy trained for any machine sees. Nine features a slot, every one a
 //! ratio — to the instance's cores, to the other shown jobs, to the other
 //! users — so no trace's maxima, ids or units reach the network, and a
@@ -47,11 +47,17 @@
 //! 7. cores `u`'s running jobs hold `/ C`, at most 1;
 //! 8. v2, v3: the share of the shown jobs that are `u`'s. v4: `log10(n /
 //!    N) / 2` clipped to ±1, `N` the geometric mean width of the shown
-//!    jobs (feature 2's counterpart for the width);
+//!    jobs (feature 2's counterpart for the width). v8: the queue's cost
+//!    of the job, `log10(1 + D) / 4` clipped to [0, 1], `D = n/C · max(r,
+//!    10) · Q`, `Q = Σ 1/max(r_i, 10)` over every waiting job (the rate at
+//!    which the queue's summed bounded slowdown grows): how much that sum
+//!    grows while the job holds its share of the machine for its estimate.
+//!    The other features are relative to the shown jobs and to the users,
+//!    so only this one tells a busy queue from a quiet one;
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 … v7 a wider choice
+//! else the shortest and the narrowest in turn); v3 … v8 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -184,6 +190,9 @@ impl Standing {
 #[derive(Debug, Default, Clone)]
 pub struct Waiting {
     users: FxHashMap<i64, Sums>,
+    /// Every user's together: v8's `Q`, the queue's summed rate of
+    /// slowdown (`Σ 1/max(r, 10)`), and how many wait.
+    all: Sums,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -193,11 +202,28 @@ struct Sums {
     base: f64,
 }
 
+impl Sums {
+    /// One job with terms `a`, `b` left; whether none is left.
+    fn leave(&mut self, a: f64, b: f64) -> bool {
+        self.count = self.count.saturating_sub(1);
+        if self.count == 0 {
+            // Exactly nothing: no rounding left behind.
+            *self = Sums::default();
+            true
+        } else {
+            self.per_second -= a;
+            self.base -= b;
+            false
+        }
+    }
+}
+
 impl Waiting {
     /// The waiting account of `jobs`.
     pub fn of<'a>(jobs: impl ExactSizeIterator<Item = &'a slurp_sim::SimJob>) -> Waiting {
         let mut waiting = Waiting {
             users: FxHashMap::with_capacity_and_hasher(jobs.len().min(1024), Default::default()),
+            all: Sums::default(),
         };
         for j in jobs {
             waiting.queued(j.user, j.submit, j.estimate);
@@ -214,25 +240,28 @@ impl Waiting {
     /// began to wait.
     pub fn queued(&mut self, user: i64, submit: u64, estimate: u64) {
         let (a, b) = Waiting::terms(submit, estimate);
-        let s = self.users.entry(user).or_default();
-        s.count += 1;
-        s.per_second += a;
-        s.base += b;
+        for s in [self.users.entry(user).or_default(), &mut self.all] {
+            s.count += 1;
+            s.per_second += a;
+            s.base += b;
+        }
     }
 
     /// The same job stopped waiting (started, or left the queue).
     pub fn left(&mut self, user: i64, submit: u64, estimate: u64) {
         let (a, b) = Waiting::terms(submit, estimate);
         if let Some(s) = self.users.get_mut(&user) {
-            s.count = s.count.saturating_sub(1);
-            if s.count == 0 {
-                // Exactly nothing: no rounding left behind.
+            if s.leave(a, b) {
                 self.users.remove(&user);
-            } else {
-                s.per_second -= a;
-                s.base -= b;
             }
+            self.all.leave(a, b);
         }
+    }
+
+    /// v8's `Q`: the waiting jobs' summed rate of bounded slowdown,
+    /// `Σ 1/max(r, 10)` (how fast the queue's total slowdown grows).
+    pub(crate) fn rate(&self) -> f64 {
+        self.all.per_second
     }
 
     /// `user`'s waiting jobs at `now` (seconds): the sum of their slowdowns
@@ -345,7 +374,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// For a model of `sight` (v2 … v7).
+    /// For a model of `sight` (v2 … v8).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
@@ -547,7 +576,7 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation `sight` (v2 … v7) makes of `shown` (the slots' jobs, in
+/// The observation `sight` (v2 … v8) makes of `shown` (the slots' jobs, in
 /// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
 /// feature 5 is v3's when the jobs still waiting are given (`projection`),
 /// v2's otherwise.
@@ -567,7 +596,8 @@ pub fn observe(
     // time).
     let mut logs = Vec::with_capacity(shown.len());
     let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
-    let logs_of_widths = widths == Widths::Logs;
+    // v8 reads no width's logarithm (feature 1 is a turn, 8 the queue's cost).
+    let logs_of_widths = widths == Widths::Logs && !sight.queue_cost();
     // A slot like the one before it (in a real run, tasks of one line or
     // one time limit, queued together) reuses its logarithms.
     let mut before: Option<(&Shown, Logs)> = None;
@@ -599,6 +629,8 @@ pub fn observe(
     // their slowdown so far, against the largest such mean of any user.
     let secs = now.0 / 1000;
     let largest = projection.map_or(standing.largest, |p| p.largest);
+    // v8's `Q` (v8 is shown the jobs still waiting: its slots are wide).
+    let rate = projection.map_or(0.0, |p| p.waiting.rate().max(0.0));
     let shares = standing.shares.at(now);
     // The shown jobs' users, each once: the slots sorted by user, a run of
     // them one user (no hashing at every slot).
@@ -670,6 +702,13 @@ pub fn observe(
                 clip(1.0 + (l.n - log_c) / 6.0, 0.0, 1.0),
                 clip((l.n - log_n) / 2.0, -1.0, 1.0),
             ),
+        };
+        // v8: `log10(1 + D) / 4` in [0, 1], `D = n/C · max(r, 10) · Q`.
+        let eighth = if sight.queue_cost() {
+            let d = s.cores as f64 / c * s.estimate.max(10) as f64 * rate;
+            clip(log10(1.0 + d) / 4.0, 0.0, 1.0)
+        } else {
+            eighth
         };
         // v5: the user's place in turns instead of the width's share.
         let first = if sight.turns() { u.turn } else { width };

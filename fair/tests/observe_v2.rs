@@ -1,5 +1,5 @@
 //! The site-independent observations (v2, v3's standing, v4's widths, v5's
-//! turns, v7's urgency):
+//! turns, v7's urgency, v8's queue cost):
 //! equal to an independent NumPy computation of their definition, blind to
 //! the machine's size, and named by the model file itself.
 
@@ -30,10 +30,11 @@ fn numpy() -> bool {
 
 /// Cases in turn v2's, v3's (the jobs still waiting, some queued and then
 /// gone, count in each user's standing), v4's (v3's with widths on log
-/// scales), v5's (v4's with places in fair-share turns) and v7's (v5's
-/// with each job's urgency to its user).
+/// scales), v5's (v4's with places in fair-share turns), v7's (v5's with
+/// each job's urgency to its user) and v8's (v5's with each job's cost to
+/// the whole queue, which counts the jobs queued and gone again as gone).
 #[test]
-fn v2_to_v7_features_equal_numpys_on_random_queues() {
+fn v2_to_v8_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -41,7 +42,8 @@ fn v2_to_v7_features_equal_numpys_on_random_queues() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let mut cases = Vec::new();
     let mut ours = Vec::new();
-    for case in 0..150 {
+    for case in 0..180 {
+        // Not a multiple of the six observations' cycle: each sees every size.
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -80,7 +82,14 @@ fn v2_to_v7_features_equal_numpys_on_random_queues() {
             .collect();
         // v3 on: jobs waiting at `now`, users' own and others' (users no
         // job of which started, too); a third of those queued leave again.
-        let sight = [Sight::V2, Sight::V3, Sight::V4, Sight::V5, Sight::V7][case % 5];
+        let sight = [
+            Sight::V2,
+            Sight::V3,
+            Sight::V4,
+            Sight::V5,
+            Sight::V7,
+            Sight::V8,
+        ][case % 6];
         let v3 = sight != Sight::V2;
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
@@ -130,6 +139,9 @@ fn v2_to_v7_features_equal_numpys_on_random_queues() {
         }
         if sight.urgency() {
             case["urgency"] = serde_json::json!(true);
+        }
+        if sight.queue_cost() {
+            case["queue_cost"] = serde_json::json!(true);
         }
         cases.push(case);
     }
@@ -208,60 +220,69 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     assert_ne!(a.order, b.order, "v1 sees the machine's size");
 }
 
-/// v7's urgency counts a user's jobs and compares estimates: a network
-/// that reads it (and every other feature) chooses the same on a workload
-/// of twice the cores with jobs twice as wide, in both simulation models.
+/// v7's urgency counts a user's jobs and compares estimates, v8's queue
+/// cost sums the whole queue and takes each job's share of the cores: a
+/// network that reads either (and every other feature) chooses the same
+/// on a workload of twice the cores with jobs twice as wide, in both
+/// simulation models.
 #[test]
-fn a_v7_network_chooses_the_same_on_twice_the_cores() {
-    let mut rng = ChaCha8Rng::seed_from_u64(6);
-    let layers = vec![
-        slurp_fair::export::Dense {
-            w: (0..slurp_fair::FEATURES * 6)
-                .map(|_| rng.random_range(-1.0..1.0f32))
-                .collect(),
-            b: (0..6).map(|_| rng.random_range(-0.5..0.5f32)).collect(),
-        },
-        slurp_fair::export::Dense {
-            w: (0..6).map(|_| rng.random_range(-1.0..1.0f32)).collect(),
-            b: vec![0.0],
-        },
-    ];
-    // Feature 6 weighs most, so that the test sees it.
-    let mut layers = layers;
-    for j in 0..6 {
-        layers[0].w[5 * 6 + j] *= 4.0;
-    }
-    let bytes = slurp_fair::export::actor(&layers, "v7", &[]);
-    let model =
-        Arc::new(Model::from_bytes(std::path::Path::new("v7 test"), &bytes, None, None).unwrap());
-    assert_eq!(model.sight, Sight::V7);
+fn v7_and_v8_networks_choose_the_same_on_twice_the_cores() {
     let window = Window { start: 0, len: 400 };
     let (one, two) = (
         scaled(Family::Mid, 400, 11, 1, true),
         scaled(Family::Mid, 400, 11, 2, true),
     );
-    for backfill in [false, true] {
-        let a = slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
-        let b = slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
-        assert_eq!(a.order, b.order, "slurp's model, backfill {backfill}");
-        let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
-        let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
-        assert_eq!(a.order, b.order, "reference model, backfill {backfill}");
+    // Each observation with the feature it adds to v5's.
+    for (sight, feature) in [(Sight::V7, 6), (Sight::V8, 8)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let mut layers = vec![
+            slurp_fair::export::Dense {
+                w: (0..slurp_fair::FEATURES * 6)
+                    .map(|_| rng.random_range(-1.0..1.0f32))
+                    .collect(),
+                b: (0..6).map(|_| rng.random_range(-0.5..0.5f32)).collect(),
+            },
+            slurp_fair::export::Dense {
+                w: (0..6).map(|_| rng.random_range(-1.0..1.0f32)).collect(),
+                b: vec![0.0],
+            },
+        ];
+        // The new feature weighs most, so that the test sees it.
+        for j in 0..6 {
+            layers[0].w[(feature - 1) * 6 + j] *= 4.0;
+        }
+        let seeing = |sight: Sight| {
+            let bytes = slurp_fair::export::actor(&layers, sight.name(), &[]);
+            let model = Model::from_bytes(std::path::Path::new("test"), &bytes, None, None);
+            Arc::new(model.unwrap())
+        };
+        let model = seeing(sight);
+        assert_eq!(model.sight, sight);
+        for backfill in [false, true] {
+            let a =
+                slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
+            let b =
+                slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
+            assert_eq!(
+                a.order, b.order,
+                "{sight:?}, slurp's model, backfill {backfill}"
+            );
+            let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
+            let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
+            assert_eq!(
+                a.order, b.order,
+                "{sight:?}, reference model, backfill {backfill}"
+            );
+        }
+        // The same network seeing v5 makes other choices: the new feature
+        // is read.
+        let a = slurp_fair::chooser::replay(model, &one, window, false, None).unwrap();
+        let b = slurp_fair::chooser::replay(seeing(Sight::V5), &one, window, false, None).unwrap();
+        assert_ne!(
+            a.order, b.order,
+            "{sight:?}'s feature {feature} is not v5's"
+        );
     }
-    // The same network seeing v5 (feature 6 the fair-share factor) makes
-    // other choices: the urgency is read.
-    let v5 = Arc::new(
-        Model::from_bytes(
-            std::path::Path::new("v5 test"),
-            &slurp_fair::export::actor(&layers, "v5", &[]),
-            None,
-            None,
-        )
-        .unwrap(),
-    );
-    let a = slurp_fair::chooser::replay(model, &one, window, false, None).unwrap();
-    let b = slurp_fair::chooser::replay(v5, &one, window, false, None).unwrap();
-    assert_ne!(a.order, b.order, "v7's feature 6 is not v5's");
 }
 
 #[test]
@@ -284,7 +305,9 @@ fn the_model_file_says_which_observation_it_sees() {
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v9"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
     assert!(
-        err.contains("observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5, v7)"),
+        err.contains(
+            "observation `v9`, which this slurp does not know (v1, v2, v3, v4, v5, v7, v8)"
+        ),
         "{err}"
     );
     // v12's reverted observation was called v6; a network saved with it is
@@ -294,7 +317,7 @@ fn the_model_file_says_which_observation_it_sees() {
     let err = Model::load(&v12, None).unwrap_err().to_string();
     assert!(
         err.contains(
-            "`slurp.committed.easy.observation` is `v6`; it may name v2, v3, v4, v5 or v7"
+            "`slurp.committed.easy.observation` is `v6`; it may name v2, v3, v4, v5, v7 or v8"
         ),
         "{err}"
     );

@@ -1,10 +1,11 @@
-"""The v2 to v7 observations computed independently with NumPy, from their
+"""The v2 to v8 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-for v3 to v7 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-for v4 to v7 "widths": "logs", for v5 and v7 "turns": true, for v7 "urgency": true; times in
-seconds. Writes, for each, the 128 x 9 features as one flat list (JSON).
+for v3 to v8 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
+for v4 to v8 "widths": "logs", for v5, v7 and v8 "turns": true, for v7 "urgency": true, for
+v8 "queue_cost": true; times in seconds. Writes, for each, the 128 x 9 features as one flat
+list (JSON).
 """
 
 import json
@@ -68,6 +69,9 @@ def features(case):
     jobs_of = np.array([max(len(means.get(int(u), [])), 1) for u in user])
     g = 1.0 / (np.maximum(est, 10) * jobs_of)
     top = g.max() if len(g) else 1.0
+    # v8: the queue's rate of slowdown, Q = sum of 1 / max(r, 10) over the waiting jobs.
+    queue_cost = case.get("queue_cost", False)
+    rate = sum(1.0 / max(est_w, 10) for _, _, est_w in case.get("waiting", []))
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
@@ -83,6 +87,10 @@ def features(case):
         else:
             width = min(n[i] / c, 1.0)
             eighth = np.sum(user == user[i]) / k
+        if queue_cost:
+            # v8: how much the queue's summed slowdown grows while the job holds
+            # its share of the machine (n / C) for its estimate.
+            eighth = np.clip(np.log10(1 + n[i] / c * max(est[i], 10) * rate) / 4, 0, 1)
         out[i] = [
             width,
             np.clip((np.log10(max(est[i], 1)) - log_r) / 2, -1, 1),
