@@ -164,8 +164,9 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
     assert!(matches!(err, ModelError::Carried { .. }), "{err}");
     assert!(
-        err.to_string()
-            .contains("`slurp.committed.observation` is `v9`; it may name v2, v3, v4, v5 or v7"),
+        err.to_string().contains(
+            "`slurp.committed.observation` is `v9`; it may name v2, v3, v4, v5, v7 or v8"
+        ),
         "{err}"
     );
     // Nor may it name v1, which is scaled by one trace.
