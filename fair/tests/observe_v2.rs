@@ -11,8 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use slurp_fair::observe_v2::{Projection, Shown, Standing, Waiting, Widths, observe};
 use slurp_fair::{Model, Sight};
-use slurp_sim::Window;
 use slurp_sim::generate::Family;
+use slurp_sim::{Window, Workload};
 
 mod common;
 use common::{data, scaled};
@@ -82,14 +82,7 @@ fn v2_to_v8_features_equal_numpys_on_random_queues() {
             .collect();
         // v3 on: jobs waiting at `now`, users' own and others' (users no
         // job of which started, too); a third of those queued leave again.
-        let sight = [
-            Sight::V2,
-            Sight::V3,
-            Sight::V4,
-            Sight::V5,
-            Sight::V7,
-            Sight::V8,
-        ][case % 6];
+        let sight = Sight::ALL[1 + case % (Sight::ALL.len() - 1)];
         let v3 = sight != Sight::V2;
         let mut waiting = Waiting::default();
         let mut still = Vec::new();
@@ -174,6 +167,28 @@ fn v2_to_v8_features_equal_numpys_on_random_queues() {
     }
 }
 
+/// `model` makes the same choices, at the same times, on `one` and on
+/// `two` (the same workload on twice the cores, jobs twice as wide) in
+/// slurp's model and, where `reference`, in the reference model.
+fn choose_alike(
+    model: &Arc<Model>,
+    (one, two): (&Workload, &Workload),
+    window: Window,
+    backfill: bool,
+    reference: bool,
+    what: &str,
+) {
+    let replay = |w| slurp_fair::chooser::replay(model.clone(), w, window, backfill, None);
+    let (a, b) = (replay(one).unwrap(), replay(two).unwrap());
+    assert_eq!(a.order, b.order, "{what}, slurp's model");
+    assert_eq!(a.starts, b.starts, "{what}, slurp's model");
+    if reference {
+        let replay = |w| slurp_fair::rollout::replay(model, w, window, backfill, None);
+        let (a, b) = (replay(one).unwrap(), replay(two).unwrap());
+        assert_eq!(a.order, b.order, "{what}, reference model");
+    }
+}
+
 #[test]
 fn a_v2_model_chooses_the_same_on_twice_the_cores() {
     let model = Arc::new(Model::load(&data("actor-v2.onnx"), None).unwrap());
@@ -188,23 +203,8 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
         );
         assert_eq!(two.machine.procs(), 2 * one.machine.procs());
         for backfill in [false, true] {
-            let a =
-                slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
-            let b =
-                slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
-            assert_eq!(
-                a.order, b.order,
-                "{family:?}, slurp's model, backfill {backfill}"
-            );
-            assert_eq!(a.starts, b.starts);
-            if reference {
-                let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
-                let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
-                assert_eq!(
-                    a.order, b.order,
-                    "{family:?}, reference model, backfill {backfill}"
-                );
-            }
+            let what = format!("{family:?}, backfill {backfill}");
+            choose_alike(&model, (&one, &two), window, backfill, reference, &what);
         }
     }
     // A v1 model is not blind to the size: with RICC's normalisers the
@@ -259,20 +259,8 @@ fn v7_and_v8_networks_choose_the_same_on_twice_the_cores() {
         let model = seeing(sight);
         assert_eq!(model.sight, sight);
         for backfill in [false, true] {
-            let a =
-                slurp_fair::chooser::replay(model.clone(), &one, window, backfill, None).unwrap();
-            let b =
-                slurp_fair::chooser::replay(model.clone(), &two, window, backfill, None).unwrap();
-            assert_eq!(
-                a.order, b.order,
-                "{sight:?}, slurp's model, backfill {backfill}"
-            );
-            let a = slurp_fair::rollout::replay(&model, &one, window, backfill, None).unwrap();
-            let b = slurp_fair::rollout::replay(&model, &two, window, backfill, None).unwrap();
-            assert_eq!(
-                a.order, b.order,
-                "{sight:?}, reference model, backfill {backfill}"
-            );
+            let what = format!("{sight:?}, backfill {backfill}");
+            choose_alike(&model, (&one, &two), window, backfill, true, &what);
         }
         // The same network seeing v5 makes other choices: the new feature
         // is read.
