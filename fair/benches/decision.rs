@@ -90,7 +90,8 @@ fn decisions(c: &mut Criterion) {
     // network real runs use, not the committed one); the same network
     // seeing v5 (the users' places in fair-share turns: a sort of the
     // shown users' usages more); fair-v5's network for EASY, which `+easy`
-    // runs use (v5, 8 hidden units), and it seeing v7; the v2 test actor.
+    // runs use (v5, 8 hidden units), and it seeing v7 and v8; the v2 test
+    // actor.
     let built = |name: &str| slurp_fair::built_in(name).expect("a built-in model loads");
     let fair_v4_as_v5 = {
         let layers = built("fair-v4").layers().expect("a per-slot MLP");
@@ -99,23 +100,25 @@ fn decisions(c: &mut Criterion) {
     };
     let fair_v5_easy = std::sync::Arc::new(built("fair-v5")).in_slurp(true);
     // The same network seeing v7 (feature 6 each job's urgency to its
-    // user: a user's job count more, no logarithm more a slot).
-    let fair_v5_easy_as_v7 = {
+    // user: a user's job count more, no logarithm more a slot) and v8
+    // (feature 8 each job's cost to the whole queue: the queue's rate, kept
+    // as jobs come and go, and one logarithm a slot for the width's).
+    let fair_v5_easy_as = |sight: &str| {
         let layers = fair_v5_easy.layers().expect("a per-slot MLP");
-        let bytes = slurp_fair::export::actor(&layers, "v7", &[]);
-        Model::from_bytes(Path::new("fair-v5+easy as v7"), &bytes, None, None).expect("it loads")
+        let bytes = slurp_fair::export::actor(&layers, sight, &[]);
+        let name = format!("fair-v5+easy as {sight}");
+        let model = Model::from_bytes(Path::new(&name), &bytes, None, None).expect("it loads");
+        std::sync::Arc::new(model)
     };
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 7] = [
+    let (as_v7, as_v8) = (fair_v5_easy_as("v7"), fair_v5_easy_as("v8"));
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 8] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
         ("fair-v4 as v5", fair_v4_as_v5.into(), &[128, 5000]),
         ("fair-v5+easy", fair_v5_easy, &[128, 5000]),
-        (
-            "fair-v5+easy as v7",
-            fair_v5_easy_as_v7.into(),
-            &[128, 5000],
-        ),
+        ("fair-v5+easy as v7", as_v7, &[128, 5000]),
+        ("fair-v5+easy as v8", as_v8, &[128, 5000]),
         ("v2", v2.into(), &[128, 5000]),
     ];
     for (name, net, depths) in &models {
