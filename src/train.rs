@@ -424,18 +424,11 @@ fn evolve(
             let layers = searched(m, slot)
                 .layers()
                 .map(|mut layers| {
-                    // Feature 6 means another thing in v7 than before it:
-                    // the start network stops reading it, scoring as it
-                    // did where it was 1 (a user who used little, or the
-                    // most urgent job).
-                    if from.urgency() != sight.urgency() {
-                        evolve::fold_input(&mut layers, 5, 1.0);
-                    }
-                    // Likewise feature 8 between the width against the
-                    // shown jobs' and v8's queue cost: scored as where it
-                    // was 0 (a job of their mean width, or of no cost).
-                    if from.queue_cost() != sight.queue_cost() {
-                        evolve::fold_input(&mut layers, 7, 0.0);
+                    // An input that means another thing in the observation
+                    // searched: the start stops reading it, scoring as it
+                    // did at the value folded in.
+                    for (input, at) in sight.refolded(from) {
+                        evolve::fold_input(&mut layers, input, at);
                     }
                     layers
                 })

@@ -684,7 +684,7 @@ fn a_network_kept_beside_a_searched_one_keeps_the_observation_it_sees() {
 /// A feature that means another thing in the observation searched than in
 /// the start's (v5's fair-share factor, 6, is v7's urgency; v5's width
 /// against the shown jobs', 8, is v8's queue cost) is folded into the
-/// start's biases at the value named in `--observation`'s help: the search
+/// start's biases at its value (`Sight::refolded`; docs/sim.md): the search
 /// starts from a network that scores every slot as the start did with that
 /// feature at it, and reads the new feature from zero.
 #[test]

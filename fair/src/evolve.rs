@@ -380,7 +380,7 @@ pub fn widen(from: &Shape, params: &[f64], to: &Shape) -> Option<Vec<f64>> {
 /// that feature was `at`, and no longer reads it. For a search that starts
 /// from a network trained on an observation where `input` meant something
 /// else (v5's feature 6, the fair-share factor, near 1 at a site of many
-/// users, is v7's urgency).
+/// users, is v7's urgency; which inputs, at what values: `Sight::refolded`).
 ///
 /// Panics where the network has no layer or no such input: a start that
 /// still read the feature would be searched as if it did not.

@@ -109,8 +109,8 @@ impl Sight {
         Sight::V8,
     ];
 
-    /// The observation called `name` (`v1` … `v7`, as [`Sight::name`]
-    /// writes it), if this slurp knows it.
+    /// The observation called `name` (one of [`Sight::ALL`], as
+    /// [`Sight::name`] writes it), if this slurp knows it.
     pub fn from_name(name: &str) -> Option<Sight> {
         Sight::ALL.into_iter().find(|s| s.name() == name)
     }
@@ -154,6 +154,32 @@ impl Sight {
         self == Sight::V8
     }
 
+    /// The inputs a network trained seeing `from` must stop reading to be
+    /// searched seeing `self`, each with the value it is folded in at
+    /// (`evolve::fold_input`): those that mean another thing here. Feature
+    /// 6 between the fair-share factor and v7's urgency, at 1 (a user who
+    /// used little, or the most urgent job); feature 8 between the width
+    /// against the shown jobs' and v8's queue cost, at 0 (a job of their
+    /// mean width, or of no cost). Inputs 0-based.
+    pub fn refolded(self, from: Sight) -> Vec<(usize, f32)> {
+        let mut folds = Vec::new();
+        if from.urgency() != self.urgency() {
+            folds.push((5, 1.0));
+        }
+        if from.queue_cost() != self.queue_cost() {
+            folds.push((7, 0.0));
+        }
+        folds
+    }
+
+    /// The names of the site-independent observations (all but v1), as a
+    /// message lists them: `v2, v3, … or v8`.
+    fn site_independent_names() -> String {
+        let names: Vec<&str> = Sight::ALL[1..].iter().map(|s| s.name()).collect();
+        let (last, rest) = names.split_last().expect("observations after v1");
+        format!("{} or {last}", rest.join(", "))
+    }
+
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
@@ -169,7 +195,7 @@ type Plan = Arc<TypedRunnableModel>;
 pub const COMMITTED: &str = "slurp.committed";
 
 /// The metadata key of the observation that network sees, when it is not
-/// the model's own (`v2` … `v7`).
+/// the model's own (any of [`Sight::ALL`] but v1).
 pub const COMMITTED_SIGHT: &str = "slurp.committed.observation";
 
 /// The metadata key of a model's network for committed choices under EASY
@@ -262,8 +288,9 @@ fn carried(
             .filter(|&s| s != Sight::V1)
             .ok_or_else(|| {
                 bad(format!(
-                    "`{sight_key}` is `{}`; it may name v2, v3, v4, v5, v7 or v8",
-                    p.value
+                    "`{sight_key}` is `{}`; it may name {}",
+                    p.value,
+                    Sight::site_independent_names()
                 ))
             })?,
     };

@@ -315,3 +315,18 @@ fn the_model_file_says_which_observation_it_sees() {
     }
     assert_eq!(Sight::from_name("v9"), None);
 }
+
+/// What a search from a network of one observation stops reading to see
+/// another: the inputs whose meaning differs, each at its fold value, and
+/// nothing between observations that agree on them.
+#[test]
+fn a_start_is_refolded_at_exactly_the_inputs_that_change_meaning() {
+    assert_eq!(Sight::V8.refolded(Sight::V5), vec![(7, 0.0)]);
+    assert_eq!(Sight::V7.refolded(Sight::V5), vec![(5, 1.0)]);
+    assert_eq!(Sight::V5.refolded(Sight::V7), vec![(5, 1.0)]);
+    assert_eq!(Sight::V8.refolded(Sight::V7), vec![(5, 1.0), (7, 0.0)]);
+    for sight in Sight::ALL {
+        assert!(sight.refolded(sight).is_empty(), "{sight:?}");
+    }
+    assert!(Sight::V5.refolded(Sight::V4).is_empty());
+}
