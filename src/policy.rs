@@ -35,12 +35,45 @@ pub enum PolicyCommand {
     /// trainer (CUDA when present, CPU otherwise), keeping the last quarter
     /// of each out; write the best model and judge it there
     Train(crate::train::TrainArgs),
+    /// Give each of a model's networks a shortlist, or take it away: of the
+    /// jobs whose logit is within MARGIN of the network's choice, ORDER's
+    /// first starts (judge the result before using it)
+    Shortlist(ShortlistArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ShortlistArgs {
+    /// The model: a file, or a built-in model's name (`fair-v5`)
+    #[arg(value_name = "MODEL")]
+    model: String,
+    /// Where to write the model with its new shortlists
+    #[arg(short, long, value_name = "OUT.onnx")]
+    output: PathBuf,
+    /// Take away every shortlist the model has first
+    #[arg(long)]
+    clear: bool,
+    /// The model's own network (slurp's model and real runs without
+    /// backfilling, and every mode it has no other network for):
+    /// ORDER:MARGIN (fcfs, sjf, f1, wfp3 or unicep, such as f1:32), or
+    /// `none`
+    #[arg(long = "slurp", value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    own: Option<crate::train::Rule>,
+    /// Its network for slurp's model and real runs under EASY
+    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    slurp_easy: Option<crate::train::Rule>,
+    /// Its network for the reference model's committed choices (without
+    /// backfilling, and with EASY unless it has one for that)
+    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    committed: Option<crate::train::Rule>,
+    /// Its network for the reference model's committed choices under EASY
+    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    committed_easy: Option<crate::train::Rule>,
 }
 
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v5` or MODEL.onnx
+    /// `fair-v6` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -184,7 +217,126 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
         PolicyCommand::Generate(args) => generate(args),
         PolicyCommand::Judge(args) => judge(args),
         PolicyCommand::Train(args) => crate::train::train(args),
+        PolicyCommand::Shortlist(args) => shortlist(args),
     }
+}
+
+/// `slurp policy shortlist`: the model's bytes with its shortlists
+/// rewritten, checked by loading them before they are written.
+fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
+    use slurp_fair::model::{
+        COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
+    };
+    let (bytes, normalisers, name) = match slurp_fair::built_in_bytes(&args.model) {
+        Some((bytes, normalisers, file)) => (
+            bytes.to_vec(),
+            normalisers.map(str::to_owned),
+            format!("{file} (built in)"),
+        ),
+        None => {
+            let path = std::path::Path::new(&args.model);
+            match std::fs::read(path) {
+                Ok(bytes) => (
+                    bytes,
+                    std::fs::read_to_string(sidecar(path)).ok(),
+                    args.model.clone(),
+                ),
+                Err(e) => return Ok(usage(format!("{}: {e}", args.model))),
+            }
+        }
+    };
+    let load = |bytes: &[u8]| {
+        Model::from_bytes(
+            std::path::Path::new(&name),
+            bytes,
+            normalisers.as_deref(),
+            None,
+        )
+    };
+    let model = match load(&bytes) {
+        Ok(m) => m,
+        Err(e) => return Ok(usage(e)),
+    };
+    // A rule for a network the model does not carry would be read by
+    // nothing: that mode is the model's own network's (`--slurp`).
+    let carried = [
+        (
+            "--slurp-easy",
+            &args.slurp_easy,
+            model.slurp_easy().is_some(),
+            "slurp's model under EASY",
+        ),
+        (
+            "--committed",
+            &args.committed,
+            model.carries(false),
+            "committed choices",
+        ),
+        (
+            "--committed-easy",
+            &args.committed_easy,
+            model.carries(true),
+            "committed choices under EASY",
+        ),
+    ];
+    for (flag, asked, has, what) in carried {
+        if asked.is_some() && !has {
+            return Ok(usage(format!(
+                "{flag}: {name} carries no network of its own for {what}; its own network chooses there, and `--slurp` gives it its shortlist"
+            )));
+        }
+    }
+    let mut set: Vec<(&str, Option<String>)> = Vec::new();
+    for (key, asked) in [
+        (SHORTLIST, &args.own),
+        (SLURP_EASY_SHORTLIST, &args.slurp_easy),
+        (COMMITTED_SHORTLIST, &args.committed),
+        (COMMITTED_EASY_SHORTLIST, &args.committed_easy),
+    ] {
+        match asked {
+            Some(rule) => set.push((key, rule.0.map(|r| r.to_string()))),
+            None if args.clear => set.push((key, None)),
+            None => {}
+        }
+    }
+    if set.is_empty() {
+        return Ok(usage(
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN or none), or --clear",
+        ));
+    }
+    let written = match slurp_fair::export::renoted(&bytes, &set) {
+        Ok(b) => b,
+        Err(e) => return Ok(usage(format!("{name}: {e}"))),
+    };
+    let model = match load(&written) {
+        Ok(m) => m,
+        Err(e) => return Ok(usage(e)),
+    };
+    std::fs::write(&args.output, &written)?;
+    if let Some(json) = &normalisers {
+        std::fs::write(sidecar(&args.output), json)?;
+    }
+    eprintln!("wrote {}: {}", args.output.display(), shortlists(&model));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each network's shortlist, as `policy shortlist` reports them.
+fn shortlists(m: &Model) -> String {
+    let rule = |m: &Model| m.shortlist().map_or("none".to_owned(), |l| l.to_string());
+    let mut parts = vec![format!("its own network {}", rule(m))];
+    if let Some(easy) = m.slurp_easy() {
+        parts.push(format!("slurp's model under EASY {}", rule(easy)));
+    }
+    if m.carries(false) {
+        parts.push(format!("committed choices {}", rule(m.committed(false))));
+    }
+    if m.carries(true) {
+        parts.push(format!(
+            "committed choices under EASY {}",
+            rule(m.committed(true))
+        ));
+    }
+    format!("shortlists: {}", parts.join("; "))
 }
 
 impl JudgeArgs {
@@ -651,16 +803,22 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
 /// model under EASY, and for the reference model's committed choices; ""
 /// when it has none.
 fn networks_header(net: &Model) -> String {
+    let listed = |m: &Model| {
+        m.shortlist()
+            .map_or(String::new(), |l| format!(", shortlist {l}"))
+    };
     let seeing = |m: &Model| {
-        if m.sight == net.sight {
+        let sees = if m.sight == net.sight {
             String::new()
         } else {
             format!(", seeing {}", m.sight.name())
-        }
+        };
+        sees + &listed(m)
     };
-    let easy = net.slurp_easy().map_or(String::new(), |m| {
-        format!("; its own network for slurp's model with EASY{}", seeing(m))
-    });
+    let easy = listed(net)
+        + &net.slurp_easy().map_or(String::new(), |m| {
+            format!("; its own network for slurp's model with EASY{}", seeing(m))
+        });
     easy + &match (net.carries(false), net.carries(true)) {
         (false, false) => String::new(),
         (true, false) => format!(

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use slurp_fair::judge;
+use slurp_fair::model;
+use slurp_fair::shortlist::Shortlist;
 use slurp_fair::{Model, Sight};
 use slurp_sim::window::Draw;
 use slurp_sim::{Model as SimModel, Window};
@@ -57,7 +59,7 @@ pub enum Models {
 }
 
 /// A network of a model file and the observation it sees.
-type Net = (Vec<slurp_fair::export::Dense>, Sight);
+type Net = (Vec<slurp_fair::export::Dense>, Sight, Option<Shortlist>);
 
 /// Which of a model's networks a search trains: the model's own (slurp's
 /// model, real runs), its own for slurp's model under EASY alone, or one
@@ -137,6 +139,12 @@ pub struct TrainArgs {
     /// one draw may only be lucky on it (default 8; 0: no confirmation)
     #[arg(long, value_name = "N")]
     confirm: Option<usize>,
+    /// evolve: the searched network chooses through this shortlist, and is
+    /// written with it: of the jobs whose logit is within MARGIN of its
+    /// choice's, ORDER's first starts (fcfs, sjf, f1, wfp3 or unicep; such
+    /// as f1:32). `none`: without one. Default: the --init network's own
+    #[arg(long, value_name = "ORDER:MARGIN", value_parser = shortlist_arg)]
+    shortlist: Option<Rule>,
     /// evolve: stop after this many generations at most
     #[arg(long, value_name = "N", default_value_t = 400)]
     generations: usize,
@@ -498,6 +506,11 @@ fn evolve(
         },
         redraw: args.redraw,
         validation,
+        // A search from a shortlisted network goes on under its rule.
+        shortlist: args.shortlist.map(|r| r.0).unwrap_or_else(|| {
+            init.as_ref()
+                .and_then(|(_, m)| searched(m, slot).shortlist())
+        }),
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let interrupted = on_interrupt()?;
@@ -603,9 +616,12 @@ fn evolve(
         _ => None,
     };
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
         shape.hidden,
         args.seed,
+        opts.shortlist.map_or(String::new(), |l| format!(
+            ", choosing through shortlist {l}"
+        )),
         args.redraw.map_or(String::new(), |k| format!(
             ", {k} windows a trace redrawn each generation"
         )),
@@ -671,6 +687,7 @@ fn evolve(
                 sight,
                 &keep,
                 slot,
+                opts.shortlist,
                 note,
             )?;
             (
@@ -693,6 +710,7 @@ fn evolve(
         sight,
         &keep,
         slot,
+        opts.shortlist,
         how,
     )?;
     let model = match Model::load(&args.output, None) {
@@ -712,6 +730,20 @@ fn evolve(
     Ok(None)
 }
 
+/// A `--shortlist` as given: a rule, or `none` (a type of its own: clap
+/// reads `Option<Option<_>>` as a flag whose value may be left out).
+#[derive(Debug, Clone, Copy)]
+pub struct Rule(pub Option<Shortlist>);
+
+/// `--shortlist`: a rule, or `none`.
+pub fn shortlist_arg(text: &str) -> Result<Rule, String> {
+    if text == "none" {
+        Ok(Rule(None))
+    } else {
+        Shortlist::parse(text).map(|s| Rule(Some(s)))
+    }
+}
+
 /// Writes to `path` the model with `trained` (seeing `sight`) as its
 /// network for `slot`, and the other networks `keep` has, noted as `how`.
 fn write_searched(
@@ -720,10 +752,11 @@ fn write_searched(
     sight: Sight,
     keep: &Keep,
     slot: Slot,
+    shortlist: Option<Shortlist>,
     how: String,
 ) -> io::Result<()> {
     let mut notes = vec![("slurp.trained", how)];
-    let trained = Some((trained.to_vec(), sight));
+    let trained = Some((trained.to_vec(), sight, shortlist));
     let [main, slurp_easy, committed, easy] =
         [Slot::Main, Slot::SlurpEasy, Slot::Committed, Slot::Easy].map(|at| {
             if at == slot {
@@ -737,15 +770,24 @@ fn write_searched(
                 }
             }
         });
+    let listed = |key: &'static str, list: Option<Shortlist>| list.map(|l| (key, l.to_string()));
     for (net, easy) in [(committed, false), (easy, true)] {
-        if let Some((layers, seeing)) = net {
+        if let Some((layers, seeing, list)) = net {
             notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
+            let key = if easy {
+                model::COMMITTED_EASY_SHORTLIST
+            } else {
+                model::COMMITTED_SHORTLIST
+            };
+            notes.extend(listed(key, list));
         }
     }
-    if let Some((layers, seeing)) = slurp_easy {
+    if let Some((layers, seeing, list)) = slurp_easy {
         notes.extend(slurp_fair::export::slurp_easy_notes(&layers, seeing));
+        notes.extend(listed(model::SLURP_EASY_SHORTLIST, list));
     }
-    let (main, main_sight) = main.expect("the searched network or the start's own");
+    let (main, main_sight, list) = main.expect("the searched network or the start's own");
+    notes.extend(listed(model::SHORTLIST, list));
     let bytes = slurp_fair::export::actor(&main, main_sight.name(), &notes);
     std::fs::write(path, bytes)
 }
@@ -821,13 +863,19 @@ fn searched(m: &Model, slot: Slot) -> &Model {
 /// from it.
 fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     let own = |easy: bool| {
-        m.committed_layers(easy)
-            .map(|layers| (layers, m.committed(easy).sight))
+        m.committed_layers(easy).map(|layers| {
+            (
+                layers,
+                m.committed(easy).sight,
+                m.committed(easy).shortlist(),
+            )
+        })
     };
     // Its network for slurp's model under EASY, as it is.
-    let slurp_easy = m
-        .slurp_easy()
-        .and_then(|net| net.layers().map(|layers| (layers, net.sight)));
+    let slurp_easy = m.slurp_easy().and_then(|net| {
+        net.layers()
+            .map(|layers| (layers, net.sight, net.shortlist()))
+    });
     if slot == Slot::Main {
         if args.sim_model == Models::Slurp {
             // Each mode's network for committed choices stays as it was,
@@ -866,7 +914,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     let Some(main) = m.layers() else {
         return Err(format!("not a per-slot MLP, so it cannot carry {carried}"));
     };
-    let main = Some((main, m.sight));
+    let main = Some((main, m.sight, m.shortlist()));
     Ok(match (slot, args.backfill) {
         // Every other network stays as it was: the model's own (without
         // backfilling), and those for committed choices.

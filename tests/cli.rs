@@ -12,7 +12,7 @@ fn help(args: &[&str]) -> String {
 }
 
 /// Every subcommand, as `slurp` spells it.
-const SUBCOMMANDS: [&[&str]; 24] = [
+const SUBCOMMANDS: [&[&str]; 25] = [
     &["run"],
     &["start"],
     &["submit"],
@@ -32,6 +32,7 @@ const SUBCOMMANDS: [&[&str]; 24] = [
     &["policy", "generate"],
     &["policy", "judge"],
     &["policy", "train"],
+    &["policy", "shortlist"],
     &["completions"],
     &["man"],
     &["resources"],

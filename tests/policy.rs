@@ -997,3 +997,60 @@ fn judging_on_several_draws_gives_each_seeds_own_verdicts() {
         .invalid()
         .stderr_has(&["--draws", "at least 1"]);
 }
+
+#[test]
+fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
+    use slurp_fair::export::{self, Dense};
+    // Feature 1 is a task's width (v4), weighed negatively: narrowest first.
+    let mut w = vec![0.0; slurp_fair::FEATURES];
+    w[0] = -1.0;
+    let narrow = export::actor(&[Dense { w, b: vec![0.0] }], "v4", &[]);
+    // `slurp policy shortlist m.onnx ARGS -o out.onnx`: the model written.
+    let shortlisted = |model: &[u8], args: &[&str]| {
+        let mut all = vec!["policy", "shortlist", "m.onnx", "-o", "out.onnx"];
+        all.extend_from_slice(args);
+        let test = Test::new().file("m.onnx", model).args(&all);
+        let run = test.run().success();
+        (
+            std::fs::read(test.path().join("out.onnx")).unwrap(),
+            run.stderr,
+        )
+    };
+    let order = |model: &[u8]| {
+        let test = Test::new()
+            .file("w.slurp", THREE)
+            .file("m.onnx", model)
+            .args(&["--cores", "2", "--policy", "fair:m.onnx", "w.slurp"]);
+        test.run().success();
+        test.lines_of("order")
+    };
+    assert_eq!(
+        order(&narrow)[2],
+        "w",
+        "the network alone: the wide task last"
+    );
+    // A margin past every gap between logits hands each choice to FCFS:
+    // the wide task, second in the file, starts second.
+    let (fcfs, said) = shortlisted(&narrow, &["--slurp", "fcfs:1e9"]);
+    assert!(said.contains("its own network fcfs:1000000000"), "{said}");
+    assert_eq!(order(&fcfs), ["n1", "w", "n2"]);
+    // Taken away, the network chooses alone again.
+    let (cleared, said) = shortlisted(&fcfs, &["--clear"]);
+    assert!(said.contains("its own network none"), "{said}");
+    assert_eq!(order(&cleared)[2], "w");
+
+    // What it refuses, each with the reason.
+    let refused = |args: &[&str]| {
+        let mut all = vec!["policy", "shortlist", "m.onnx", "-o", "out.onnx"];
+        all.extend_from_slice(args);
+        let test = Test::new().file("m.onnx", &narrow).args(&all);
+        let run = test.run().invalid();
+        assert!(!test.path().join("out.onnx").exists(), "{args:?} wrote");
+        run
+    };
+    refused(&["--committed", "f1:3"])
+        .stderr_has(&["--committed", "no network of its own for committed choices"]);
+    refused(&[]).stderr_has(&["nothing to change"]);
+    refused(&["--slurp", "f1:x"]).stderr_has(&["`x` is not a margin"]);
+    refused(&["--slurp", "fairshare:3"]).stderr_has(&["not an order a shortlist can use"]);
+}

@@ -1292,3 +1292,69 @@ fn soup_moves_the_named_network_part_way_toward_the_other_and_keeps_the_rest() {
     assert!(said.contains("--alpha 1.5"), "{said}");
     assert!(!refused.exists());
 }
+
+#[test]
+fn a_search_plays_and_writes_its_shortlist_and_keeps_the_other_networks_own() {
+    use slurp_fair::shortlist::Shortlist;
+    let fair_v5 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v5.onnx");
+    let rule = |text: &str| Some(Shortlist::parse(text).unwrap());
+    // fair-v5 with shortlists on two of its networks.
+    let start = Test::new().args(&[
+        "policy",
+        "shortlist",
+        fair_v5,
+        "-o",
+        "start.onnx",
+        "--slurp",
+        "f1:32",
+        "--committed",
+        "f1:96",
+    ]);
+    start.run().success();
+    let start_bytes = std::fs::read(start.path().join("start.onnx")).unwrap();
+    // A search of its network for committed choices under EASY that cannot
+    // move (sigma 1e-9): the first generation's loss is the start's as it
+    // plays, under the rule asked for or none.
+    let search_from = |start_bytes: &[u8], more: &[&str]| {
+        let mut args = vec![
+            "--init",
+            "start.onnx",
+            "--sim-model",
+            "reference",
+            "--backfill",
+            "easy",
+            "--sigma",
+            "1e-9",
+        ];
+        args.extend_from_slice(more);
+        let test = small_search("m.onnx", "1", &args).file("start.onnx", start_bytes);
+        let run = test.run().success();
+        let loss = run
+            .stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("generation 1: loss "))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no first generation:\n{}", run.stderr));
+        let path = test.path().join("m.onnx");
+        let written = slurp_fair::Model::load(&path, None).unwrap();
+        (written, loss, std::fs::read(&path).unwrap())
+    };
+    let search = |more: &[&str]| search_from(&start_bytes, more);
+    let (listed, with, listed_bytes) = search(&["--shortlist", "sjf:1e9"]);
+    let (plain, without, _) = search(&[]);
+    assert_ne!(with, without, "the search played under the rule");
+    assert_eq!(listed.committed(true).shortlist(), rule("sjf:1e9"));
+    assert_eq!(plain.committed(true).shortlist(), None);
+    for m in [&listed, &plain] {
+        assert_eq!(m.shortlist(), rule("f1:32"), "the model's own network's");
+        assert_eq!(m.committed(false).shortlist(), rule("f1:96"));
+        assert_eq!(m.slurp_easy().unwrap().shortlist(), None);
+    }
+    // A search from a shortlisted network goes on under its rule unless
+    // told `none`.
+    let (again, ..) = search_from(&listed_bytes, &[]);
+    assert_eq!(again.committed(true).shortlist(), rule("sjf:1e9"));
+    let (dropped, ..) = search_from(&listed_bytes, &["--shortlist", "none"]);
+    assert_eq!(dropped.committed(true).shortlist(), None);
+}

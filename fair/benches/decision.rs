@@ -5,7 +5,9 @@
 //! slots chosen from a deep queue), for a v1, a v2 (site-independent),
 //! fair-v3 (v2 over wider slots), fair-v4 (v3 with widths on log scales)
 //! and fair-v5's network for EASY (v5: the users' places in fair-share
-//! turns); and the network alone, directly and in tract's plan.
+//! turns), and that network choosing through shortlists (F1 among the
+//! slots within 32 logits of its best, and within 10⁹: every slot keyed);
+//! and the network alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -111,7 +113,17 @@ fn decisions(c: &mut Criterion) {
         std::sync::Arc::new(model)
     };
     let (as_v7, as_v8) = (fair_v5_easy_as("v7"), fair_v5_easy_as("v8"));
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 8] = [
+    // The same network choosing through a shortlist (`shortlist.rs`).
+    let fair_v5_easy_listed = |rule: &str| {
+        let layers = fair_v5_easy.layers().expect("a per-slot MLP");
+        let notes = [(slurp_fair::model::SHORTLIST, rule.to_owned())];
+        let bytes = slurp_fair::export::actor(&layers, "v5", &notes);
+        let name = format!("fair-v5+easy, shortlist {rule}");
+        let model = Model::from_bytes(Path::new(&name), &bytes, None, None).expect("it loads");
+        std::sync::Arc::new(model)
+    };
+    let (near, all) = (fair_v5_easy_listed("f1:32"), fair_v5_easy_listed("f1:1e9"));
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 10] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
@@ -119,6 +131,8 @@ fn decisions(c: &mut Criterion) {
         ("fair-v5+easy", fair_v5_easy, &[128, 5000]),
         ("fair-v5+easy as v7", as_v7, &[128, 5000]),
         ("fair-v5+easy as v8", as_v8, &[128, 5000]),
+        ("fair-v5+easy, shortlist f1:32", near, &[128]),
+        ("fair-v5+easy, shortlist f1:1e9", all, &[128]),
         ("v2", v2.into(), &[128, 5000]),
     ];
     for (name, net, depths) in &models {
@@ -130,7 +144,11 @@ fn decisions(c: &mut Criterion) {
                     let d = decision(&jobs, &mut queue, &started, &starts);
                     let obs = follow.observe(&d);
                     let logits = net.logits(&obs).expect("runs");
-                    std::hint::black_box(pick(&logits, None))
+                    let slot = pick(&logits, None);
+                    std::hint::black_box(match net.shortlist() {
+                        Some(list) => list.pick(&logits, slot, &obs.jobs, &jobs, d.now),
+                        None => slot,
+                    })
                 })
             });
         }

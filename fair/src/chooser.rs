@@ -362,7 +362,14 @@ impl Chooser for Learned {
         let chosen = match &self.who {
             Who::Network(model) => model.logits(&obs).map(|logits| match self.steps {
                 Some(_) => choose(&logits, self.rng.as_mut()),
-                None => (pick(&logits, self.rng.as_mut()), 0.0),
+                None => {
+                    let slot = pick(&logits, self.rng.as_mut());
+                    let slot = match model.shortlist() {
+                        Some(list) => list.pick(&logits, slot, &obs.jobs, &self.jobs, decision.now),
+                        None => slot,
+                    };
+                    (slot, 0.0)
+                }
             }),
             Who::Teacher(order, _) => {
                 let now = decision.now;

@@ -59,6 +59,7 @@ use slurp_sim::{Metrics, Model as SimModel, Window, Workload};
 use crate::export::{self, Dense};
 use crate::judge::{self, Cell, KINDS};
 use crate::observe::FEATURES;
+use crate::shortlist::Shortlist;
 use crate::{Model, Sight};
 
 /// Trailing the fairest heuristic costs this much more than beating it
@@ -447,6 +448,21 @@ pub struct Options {
     /// with the lowest loss on them (`None`: on the whole arena with
     /// `redraw`, else the best proposal seen).
     pub validation: Option<Arc<Arena>>,
+    /// The rule the searched network chooses through (`shortlist.rs`): it
+    /// plays every window under it, and is written with it.
+    pub shortlist: Option<Shortlist>,
+}
+
+impl Options {
+    /// The network of `params` as the search plays it.
+    fn network(&self, params: &[f64]) -> Result<Model, String> {
+        let notes: Vec<(&str, String)> = self
+            .shortlist
+            .iter()
+            .map(|s| (crate::model::SHORTLIST, s.to_string()))
+            .collect();
+        model_seeing(self.sight, &self.shape, params, &notes)
+    }
 }
 
 /// One generation's progress.
@@ -491,7 +507,7 @@ pub fn evolve(
         });
     let evaluated = Counter::new(0usize);
     let score = |params: &[f64], picks: Option<&[Vec<usize>]>| {
-        let cells = model_seeing(opts.sight, &opts.shape, params, &[]).and_then(|m| {
+        let cells = opts.network(params).and_then(|m| {
             let m = Arc::new(m);
             match picks {
                 Some(p) => arena.cells_on(&m, "evolved", p),
@@ -541,7 +557,8 @@ pub fn evolve(
     // on every window of the arena.
     let judged = |params: &[f64]| match &opts.validation {
         Some(check) => {
-            let cells = model_seeing(opts.sight, &opts.shape, params, &[])
+            let cells = opts
+                .network(params)
                 .and_then(|m| check.cells(&Arc::new(m), "evolved"));
             match cells {
                 Ok(cells) => opts.loss.of(&cells),
@@ -657,7 +674,7 @@ pub fn confirm(
     found: &[f64],
 ) -> Result<Confirmed, String> {
     let loss = |arena: &Arena, params: &[f64]| -> Result<f64, String> {
-        let net = Arc::new(model_seeing(opts.sight, &opts.shape, params, &[])?);
+        let net = Arc::new(opts.network(params)?);
         Ok(opts.loss.of(&arena.cells(&net, "evolved")?))
     };
     let mut confirmed = Confirmed {

@@ -86,6 +86,22 @@ fn notes(
     ]
 }
 
+/// `bytes`, an ONNX model, with the metadata under each key of `set`
+/// replaced by its value (removed where it is `None`); the graph as it was.
+pub fn renoted(bytes: &[u8], set: &[(&str, Option<String>)]) -> Result<Vec<u8>, String> {
+    let mut model = ModelProto::decode(bytes).map_err(|e| format!("not an ONNX model: {e}"))?;
+    model
+        .metadata_props
+        .retain(|p| !set.iter().any(|(k, _)| *k == p.key));
+    model.metadata_props.extend(set.iter().filter_map(|(k, v)| {
+        v.as_ref().map(|v| StringStringEntryProto {
+            key: (*k).to_owned(),
+            value: v.clone(),
+        })
+    }));
+    Ok(model.encode_to_vec())
+}
+
 /// What the mask term pushes a padded slot's logit down by.
 const BIG: f32 = 1e6;
 

@@ -11,6 +11,8 @@
 //!   normalisers beside it;
 //! - [`mlp`]: the trainer's per-slot MLP evaluated directly when a model
 //!   is one (checked against tract at load);
+//! - [`shortlist`]: a heuristic's choice among the jobs a network ranks
+//!   near its best (a model's rule per network);
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`export`]: a per-slot MLP written as ONNX, the trainer's graph;
@@ -34,6 +36,7 @@ pub mod model;
 pub mod observe;
 pub mod observe_v2;
 pub mod rollout;
+pub mod shortlist;
 pub mod spec;
 
 pub use model::{Model, ModelError, Sight};
@@ -52,25 +55,16 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 ///   second network for committed choices (RLScheduler's reference model);
 /// - `fair-v5`: fair-v4 with networks of their own under EASY backfilling,
 ///   one for slurp's model and real runs, one for committed choices, each
-///   seeing v5 (the user's place in fair-share turns).
+///   seeing v5 (the user's place in fair-share turns);
+/// - `fair-v6`: fair-v5's networks, each without backfilling and the
+///   reference model's under EASY choosing through a shortlist (F1 among
+///   its near-ties, `shortlist.rs`).
 ///
-/// None of fair-v2 … fair-v5 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v6 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
-    const V1: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
-    const V1_NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
-    const V2: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
-    const V3: &[u8] = include_bytes!("../../stdlib/policies/fair-v3.onnx");
-    const V4: &[u8] = include_bytes!("../../stdlib/policies/fair-v4.onnx");
-    const V5: &[u8] = include_bytes!("../../stdlib/policies/fair-v5.onnx");
-    let (bytes, normalisers, file) = match name {
-        "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
-        "fair-v2" => (V2, None, "fair-v2.onnx"),
-        "fair-v3" => (V3, None, "fair-v3.onnx"),
-        "fair-v4" => (V4, None, "fair-v4.onnx"),
-        "fair-v5" => (V5, None, "fair-v5.onnx"),
-        _ => return Err(format!("no built-in model `{name}`")),
-    };
+    let (bytes, normalisers, file) =
+        built_in_bytes(name).ok_or_else(|| format!("no built-in model `{name}`"))?;
     Model::from_bytes(
         std::path::Path::new(&format!("{file} (built in)")),
         bytes,
@@ -78,4 +72,25 @@ pub fn built_in(name: &str) -> Result<Model, String> {
         None,
     )
     .map_err(|e| e.to_string())
+}
+
+/// A built-in model's ONNX bytes, its normalisers' JSON (v1 only) and its
+/// file name in `stdlib/policies`.
+pub fn built_in_bytes(name: &str) -> Option<(&'static [u8], Option<&'static str>, &'static str)> {
+    const V1: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
+    const V1_NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
+    const V2: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");
+    const V3: &[u8] = include_bytes!("../../stdlib/policies/fair-v3.onnx");
+    const V4: &[u8] = include_bytes!("../../stdlib/policies/fair-v4.onnx");
+    const V5: &[u8] = include_bytes!("../../stdlib/policies/fair-v5.onnx");
+    const V6: &[u8] = include_bytes!("../../stdlib/policies/fair-v6.onnx");
+    Some(match name {
+        "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
+        "fair-v2" => (V2, None, "fair-v2.onnx"),
+        "fair-v3" => (V3, None, "fair-v3.onnx"),
+        "fair-v4" => (V4, None, "fair-v4.onnx"),
+        "fair-v5" => (V5, None, "fair-v5.onnx"),
+        "fair-v6" => (V6, None, "fair-v6.onnx"),
+        _ => return None,
+    })
 }

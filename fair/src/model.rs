@@ -32,6 +32,7 @@ use tract_onnx::prelude::*;
 
 use crate::mlp::SlotMlp;
 use crate::observe::{FEATURES, Normalisers, Observation, PADDING, SLOTS};
+use crate::shortlist::Shortlist;
 
 /// Why a model could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,13 @@ pub enum ModelError {
         path: PathBuf,
         /// Which network: for committed choices, or for slurp's model under EASY.
         what: &'static str,
+        key: String,
+        reason: String,
+    },
+    /// A shortlist (metadata `key`) that is not `ORDER:MARGIN`.
+    #[error("{path}: its shortlist (metadata `{key}`) cannot be used: {reason}")]
+    Shortlist {
+        path: PathBuf,
         key: String,
         reason: String,
     },
@@ -213,6 +221,39 @@ pub const SLURP_EASY: &str = "slurp.easy";
 /// The observation that network sees, when it is not the model's own.
 pub const SLURP_EASY_SIGHT: &str = "slurp.easy.observation";
 
+/// The metadata key of the shortlist the model's own network chooses
+/// through (`shortlist.rs`), when it has one.
+pub const SHORTLIST: &str = "slurp.shortlist";
+
+/// The same for its network for committed choices.
+pub const COMMITTED_SHORTLIST: &str = "slurp.committed.shortlist";
+
+/// The same for its network for committed choices under EASY.
+pub const COMMITTED_EASY_SHORTLIST: &str = "slurp.committed.easy.shortlist";
+
+/// The same for its network for slurp's model under EASY.
+pub const SLURP_EASY_SHORTLIST: &str = "slurp.easy.shortlist";
+
+/// The shortlist under metadata `key`, if the model has one there.
+fn shortlist_at(
+    proto: &tract_onnx::pb::ModelProto,
+    path: &Path,
+    key: &str,
+) -> Result<Option<Shortlist>, ModelError> {
+    proto
+        .metadata_props
+        .iter()
+        .find(|p| p.key == key)
+        .map(|p| {
+            Shortlist::parse(&p.value).map_err(|reason| ModelError::Shortlist {
+                path: path.to_owned(),
+                key: key.to_owned(),
+                reason,
+            })
+        })
+        .transpose()
+}
+
 /// What the network under each metadata key is for, as errors name it.
 fn purpose(key: &str) -> &'static str {
     if key == SLURP_EASY {
@@ -242,6 +283,8 @@ pub struct Model {
     committed_easy: Option<Arc<Model>>,
     /// Its network for slurp's model under EASY, when it carries one.
     slurp_easy: Option<Arc<Model>>,
+    /// The heuristic its near-ties go to, when it has one.
+    shortlist: Option<Shortlist>,
 }
 
 impl Clone for Model {
@@ -255,6 +298,7 @@ impl Clone for Model {
             committed: self.committed.clone(),
             committed_easy: self.committed_easy.clone(),
             slurp_easy: self.slurp_easy.clone(),
+            shortlist: self.shortlist,
         }
     }
 }
@@ -268,6 +312,7 @@ fn carried(
     sight: Sight,
     key: &str,
     sight_key: &str,
+    shortlist_key: &str,
 ) -> Result<Option<Arc<Model>>, ModelError> {
     let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
         return Ok(None);
@@ -303,7 +348,9 @@ fn carried(
         return Err(bad(format!("its layers do not chain ({LAYERS})")));
     }
     let bytes = crate::export::actor(&layers, own.name(), &[]);
-    Ok(Some(Arc::new(Model::from_bytes(path, &bytes, None, None)?)))
+    let mut model = Model::from_bytes(path, &bytes, None, None)?;
+    model.shortlist = shortlist_at(proto, path, shortlist_key)?;
+    Ok(Some(Arc::new(model)))
 }
 
 /// Where a model's normalisers live: `MODEL.onnx.json`.
@@ -393,9 +440,31 @@ impl Model {
             (Sight::V1, None) => fallback.ok_or_else(|| bad("missing".into()))?,
             _ => Normalisers::NONE,
         };
-        let committed = carried(&proto, path, sight, COMMITTED, COMMITTED_SIGHT)?;
-        let committed_easy = carried(&proto, path, sight, COMMITTED_EASY, COMMITTED_EASY_SIGHT)?;
-        let slurp_easy = carried(&proto, path, sight, SLURP_EASY, SLURP_EASY_SIGHT)?;
+        let committed = carried(
+            &proto,
+            path,
+            sight,
+            COMMITTED,
+            COMMITTED_SIGHT,
+            COMMITTED_SHORTLIST,
+        )?;
+        let committed_easy = carried(
+            &proto,
+            path,
+            sight,
+            COMMITTED_EASY,
+            COMMITTED_EASY_SIGHT,
+            COMMITTED_EASY_SHORTLIST,
+        )?;
+        let slurp_easy = carried(
+            &proto,
+            path,
+            sight,
+            SLURP_EASY,
+            SLURP_EASY_SIGHT,
+            SLURP_EASY_SHORTLIST,
+        )?;
+        let shortlist = shortlist_at(&proto, path, SHORTLIST)?;
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),
@@ -405,6 +474,7 @@ impl Model {
             committed,
             committed_easy,
             slurp_easy,
+            shortlist,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -529,6 +599,25 @@ impl Model {
         } else {
             own.layers()
         }
+    }
+
+    /// The heuristic this network's near-ties go to (`shortlist.rs`), when
+    /// it has one.
+    pub fn shortlist(&self) -> Option<Shortlist> {
+        self.shortlist
+    }
+
+    /// Whether any of its networks chooses through a shortlist.
+    pub fn any_shortlist(&self) -> bool {
+        [
+            Some(self),
+            self.committed.as_deref(),
+            self.committed_easy.as_deref(),
+            self.slurp_easy.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|m| m.shortlist.is_some())
     }
 
     /// Which evaluator runs the network: `"direct"` (the per-slot MLP,

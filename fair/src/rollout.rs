@@ -367,7 +367,10 @@ pub fn replay(
         let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
-                let slot = pick(&logits, rng.as_mut());
+                let mut slot = pick(&logits, rng.as_mut());
+                if let Some(list) = model.shortlist() {
+                    slot = list.pick(&logits, slot, &obs.jobs, d.jobs, d.now);
+                }
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }
             Err(e) => {
@@ -413,6 +416,16 @@ pub fn rollout(
     workloads: &[Workload],
     opts: &Options,
 ) -> Result<Vec<Trajectory>, String> {
+    // An episode records the network's own draws and their probabilities
+    // for PPO; a shortlist would start other jobs than those recorded.
+    if let Player::Network(model) = player
+        && model.any_shortlist()
+    {
+        return Err(
+            "the model chooses through a shortlist, and an episode records the network's own choices for PPO: roll out a model without one (`slurp policy shortlist MODEL --clear -o PLAIN.onnx`), or search with `slurp policy train --shortlist`"
+                .into(),
+        );
+    }
     let n = workloads.len().max(1);
     let mut jobs: Vec<(usize, Window)> = Vec::new();
     for (w, workload) in workloads.iter().enumerate() {

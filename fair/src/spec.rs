@@ -1,5 +1,5 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships, fair-v1), `fair-v2` … `fair-v5` (built in too,
+//! ships, fair-v1), `fair-v2` … `fair-v6` (built in too,
 //! [`BUILT_IN`]), `fair:MODEL.onnx`, any with `+easy` to backfill around the
 //! task it chose while that waits.
 
@@ -9,7 +9,9 @@ use std::sync::Arc;
 use crate::Model;
 
 /// The names of the models built into the binary.
-pub const BUILT_IN: [&str; 5] = ["fair", "fair-v2", "fair-v3", "fair-v4", "fair-v5"];
+pub const BUILT_IN: [&str; 6] = [
+    "fair", "fair-v2", "fair-v3", "fair-v4", "fair-v5", "fair-v6",
+];
 
 /// A policy error (an unknown name) with the learned policies' names added,
 /// which the scheduler core that made it does not know.
@@ -139,7 +141,7 @@ mod tests {
                 backfill: true
             })
         );
-        assert_eq!(spec("fair-v6"), None, "not a name slurp knows");
+        assert_eq!(spec("fair-v7"), None, "not a name slurp knows");
         assert_eq!(
             spec("fair:m.onnx+easy"),
             Some(Spec {
@@ -160,7 +162,7 @@ mod tests {
         }
         assert!(Spec::parse("fair:").unwrap().is_err());
         assert!(naming_learned("unknown policy `fair-v9`").ends_with(
-            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, or fair:MODEL.onnx, each with an optional +easy"
+            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, fair-v6, or fair:MODEL.onnx, each with an optional +easy"
         ));
     }
 }

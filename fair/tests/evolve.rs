@@ -180,6 +180,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         loss: evolve::Loss::default(),
         redraw: None,
         validation: None,
+        shortlist: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -363,6 +364,7 @@ fn short_search() -> evolve::Options {
         },
         redraw: None,
         validation: None,
+        shortlist: None,
     }
 }
 

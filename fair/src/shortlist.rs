@@ -1,0 +1,178 @@
+//! A shortlist: the network names the jobs it would start, a heuristic
+//! picks among them.
+//!
+//! A network trained for the worst user's slowdown ranks a few jobs far
+//! above the rest when a user is falling behind, and many nearly alike the
+//! rest of the time. Where it is nearly indifferent, its choice costs the
+//! average (on a busy queue, the gap to F1's average is most of it) and buys
+//! little fairness. A shortlist `ORDER:MARGIN` keeps the network's choice
+//! where it is sure and hands the near-ties to `ORDER`: of the shown jobs
+//! whose logit is within `MARGIN` of the chosen one's (the network's best,
+//! or its draw), the one `ORDER` ranks first starts. Margin 0 changes only
+//! exact ties; a margin past every gap is `ORDER` itself.
+//!
+//! The margin is in the network's own logit units, so it belongs to one
+//! network: a model file carries one per network (`model.rs`,
+//! [`crate::model::SHORTLIST`]), chosen by judging, and `slurp policy train
+//! --shortlist` searches a network playing under its rule.
+
+use std::fmt;
+
+use slurp_runtime::core::Order;
+use slurp_sim::SimJob;
+use slurp_sim::reference;
+
+/// A heuristic's choice among the jobs within a margin of the network's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shortlist {
+    pub order: Order,
+    /// In logit units, finite and not negative.
+    pub margin: f32,
+}
+
+impl Shortlist {
+    /// The orders a shortlist may hand its near-ties to: those that rank a
+    /// job by its own figures and the clock (`fairshare` ranks users by
+    /// their usage, which the shortlist has no view of).
+    pub const ORDERS: [Order; 5] = [
+        Order::Fcfs,
+        Order::Sjf,
+        Order::F1,
+        Order::Wfp3,
+        Order::Unicep,
+    ];
+
+    /// `ORDER:MARGIN`, as `--shortlist` and a model file write it.
+    pub fn parse(text: &str) -> Result<Shortlist, String> {
+        let names = || Shortlist::ORDERS.map(Order::name).join(", ");
+        let (order, margin) = text.split_once(':').ok_or_else(|| {
+            format!(
+                "`{text}` is not ORDER:MARGIN (one of {} and a margin in logits, such as f1:32)",
+                names()
+            )
+        })?;
+        let order = Shortlist::ORDERS
+            .into_iter()
+            .find(|o| o.name() == order)
+            .ok_or_else(|| {
+                format!(
+                    "`{order}` is not an order a shortlist can use: one of {}",
+                    names()
+                )
+            })?;
+        let margin: f32 = margin
+            .parse()
+            .map_err(|_| format!("`{margin}` is not a margin: a number of logits, 0 or more"))?;
+        if !(margin.is_finite() && margin >= 0.0) {
+            return Err(format!(
+                "`{margin}` is not a margin: a number of logits, 0 or more"
+            ));
+        }
+        Ok(Shortlist { order, margin })
+    }
+
+    /// The slot to start, given the network's `logits` over the shown
+    /// `slots` (job indices into `jobs`; the logits past them are padding)
+    /// and its own choice `chosen`: of the slots within the margin of
+    /// `chosen`'s logit, the one the order ranks first (then the earlier
+    /// job). `chosen` itself is always on the list.
+    pub fn pick(
+        &self,
+        logits: &[f32],
+        chosen: usize,
+        slots: &[u32],
+        jobs: &[SimJob],
+        now: u64,
+    ) -> usize {
+        let Some(&top) = logits.get(chosen) else {
+            return chosen;
+        };
+        let floor = top - self.margin;
+        (0..slots.len().min(logits.len()))
+            .filter(|&s| s == chosen || logits[s] >= floor)
+            .min_by_key(|&s| {
+                let job = slots[s];
+                (reference::key(self.order, &jobs[job as usize], now), job)
+            })
+            .unwrap_or(chosen)
+    }
+}
+
+impl fmt::Display for Shortlist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.order.name(), self.margin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(submit: u64, estimate: u64, procs: u32) -> SimJob {
+        SimJob {
+            id: submit as i64,
+            submit,
+            run: estimate,
+            estimate,
+            procs,
+            user: 0,
+            group: -1,
+            exe: -1,
+            mem: -1,
+        }
+    }
+
+    #[test]
+    fn parses_what_it_writes_and_refuses_the_rest() {
+        let s = Shortlist::parse("f1:32").unwrap();
+        assert_eq!(
+            s,
+            Shortlist {
+                order: Order::F1,
+                margin: 32.0
+            }
+        );
+        assert_eq!(Shortlist::parse(&s.to_string()), Ok(s));
+        assert_eq!(Shortlist::parse("sjf:0.5").unwrap().margin, 0.5);
+        for bad in [
+            "f1",
+            "f1:",
+            "f1:-1",
+            "f1:inf",
+            "f1:nan",
+            "fairshare:3",
+            "sfj:3",
+        ] {
+            assert!(Shortlist::parse(bad).is_err(), "{bad} accepted");
+        }
+        assert!(Shortlist::parse("fairshare:3").unwrap_err().contains("f1"));
+    }
+
+    #[test]
+    fn the_order_picks_among_the_near_ties_only() {
+        // Slot 0: the network's best, a long job; slot 1 within the margin
+        // and shortest; slot 2 shorter still but far below; slot 3 padding.
+        let jobs = [job(0, 5000, 1), job(10, 100, 1), job(20, 10, 1)];
+        let logits = [4.0, 3.5, -20.0, -1e6];
+        let slots = [0, 1, 2];
+        let sjf = |margin| Shortlist {
+            order: Order::Sjf,
+            margin,
+        };
+        assert_eq!(sjf(1.0).pick(&logits, 0, &slots, &jobs, 30), 1);
+        // Margin 0 keeps the network's choice unless tied.
+        assert_eq!(sjf(0.0).pick(&logits, 0, &slots, &jobs, 30), 0);
+        // A margin past every gap is the order itself, padding excluded.
+        assert_eq!(sjf(1e9).pick(&logits, 0, &slots, &jobs, 30), 2);
+        // A drawn choice is the floor's reference, not the best.
+        assert_eq!(sjf(1.0).pick(&logits, 2, &slots, &jobs, 30), 2);
+        assert_eq!(
+            Shortlist {
+                order: Order::Fcfs,
+                margin: 1.0
+            }
+            .pick(&logits, 1, &slots, &jobs, 30),
+            0
+        );
+    }
+}

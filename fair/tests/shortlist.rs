@@ -1,0 +1,191 @@
+//! Shortlists (`shortlist.rs`) as a model file carries them: each network
+//! chooses through its own, in both simulation models; one whose margin is
+//! past every gap between logits is its order's schedule exactly; a
+//! malformed one is refused naming its key; PPO's rollouts refuse a model
+//! that has one.
+
+use std::sync::Arc;
+
+use slurp_fair::export::{self, Dense};
+use slurp_fair::model::{
+    COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
+};
+use slurp_fair::rollout::{self, Options, Player, Score};
+use slurp_fair::{Model, ModelError, Sight};
+use slurp_runtime::core::{Backfill, Order, PolicyKind};
+use slurp_sim::generate::{Family, generate};
+use slurp_sim::{Machine, Model as SimModel, Window, Workload, reference};
+
+/// A linear network that scores a slot by one feature (0-based).
+fn by_feature(feature: usize, weight: f32) -> Vec<Dense> {
+    let mut w = vec![0.0; slurp_fair::FEATURES];
+    w[feature] = weight;
+    vec![Dense { w, b: vec![0.0] }]
+}
+
+fn model(main: &[Dense], notes: &[(&str, String)]) -> Result<Model, ModelError> {
+    let bytes = export::actor(main, "v3", notes);
+    Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
+}
+
+fn busy() -> Workload {
+    let trace = generate(&Family::Saturated.spec(1500), 2);
+    Workload::new(&trace, Machine::of(&trace).unwrap())
+}
+
+const WINDOW: Window = Window {
+    start: 200,
+    len: 1024,
+};
+
+/// The order in which `m` starts the window's jobs in slurp's model and
+/// in the reference model.
+fn orders(m: &Arc<Model>, workload: &Workload, backfill: bool) -> (Vec<u32>, Vec<u32>) {
+    let slurp = slurp_fair::chooser::replay(m.clone(), workload, WINDOW, backfill, None)
+        .unwrap()
+        .order;
+    let reference = rollout::replay(m, workload, WINDOW, backfill, None)
+        .unwrap()
+        .order;
+    (slurp, reference)
+}
+
+/// The heuristic's order of the same window in each model.
+fn heuristic(order: Order, workload: &Workload, backfill: bool) -> (Vec<u32>, Vec<u32>) {
+    let kind = PolicyKind::new(
+        order,
+        if backfill {
+            Backfill::Easy
+        } else {
+            Backfill::None
+        },
+    );
+    let slurp = slurp_sim::simulate(workload, WINDOW, kind, SimModel::Slurp).order;
+    let reference = reference::run(workload, WINDOW, order, backfill).order;
+    (slurp, reference)
+}
+
+#[test]
+fn a_shortlist_past_every_gap_is_its_order_and_one_network_s_rule_is_its_own() {
+    let workload = busy();
+    // Oldest first: a network whose choices are none of SJF's.
+    let oldest = by_feature(3, 1.0);
+    let plain = Arc::new(model(&oldest, &[]).unwrap());
+    let sjf = Arc::new(model(&oldest, &[(SHORTLIST, "sjf:1e9".into())]).unwrap());
+    for backfill in [false, true] {
+        let (slurp, reference) = orders(&sjf, &workload, backfill);
+        let (h_slurp, h_reference) = heuristic(Order::Sjf, &workload, backfill);
+        assert_ne!(
+            orders(&plain, &workload, backfill),
+            (h_slurp.clone(), h_reference.clone()),
+            "the network alone is SJF already"
+        );
+        assert_eq!(
+            reference, h_reference,
+            "reference model, backfill {backfill}"
+        );
+        // Under EASY in slurp's model the rule chooses the head, and the
+        // core backfills around it in its own order, not SJF's.
+        if !backfill {
+            assert_eq!(slurp, h_slurp, "slurp's model");
+        } else {
+            assert_ne!(slurp, orders(&plain, &workload, true).0);
+        }
+    }
+
+    // Each carried network reads its own key, and only its own.
+    let carried = |key: &str| {
+        let mut notes: Vec<(&str, String)> = Vec::new();
+        notes.extend(export::committed_notes(&oldest, Sight::V3, false));
+        notes.extend(export::committed_notes(&oldest, Sight::V3, true));
+        notes.extend(export::slurp_easy_notes(&oldest, Sight::V3));
+        notes.push((key, "sjf:1e9".into()));
+        Arc::new(model(&oldest, &notes).unwrap())
+    };
+    let plain_orders = |backfill| orders(&plain, &workload, backfill);
+    let sjf_orders = |backfill| orders(&sjf, &workload, backfill);
+    // (slurp without, slurp with EASY, reference without, reference with)
+    let expect = |key: &str| match key {
+        SHORTLIST => (
+            sjf_orders(false).0,
+            plain_orders(true).0,
+            plain_orders(false).1,
+            plain_orders(true).1,
+        ),
+        SLURP_EASY_SHORTLIST => (
+            plain_orders(false).0,
+            sjf_orders(true).0,
+            plain_orders(false).1,
+            plain_orders(true).1,
+        ),
+        COMMITTED_SHORTLIST => (
+            plain_orders(false).0,
+            plain_orders(true).0,
+            sjf_orders(false).1,
+            plain_orders(true).1,
+        ),
+        _ => (
+            plain_orders(false).0,
+            plain_orders(true).0,
+            plain_orders(false).1,
+            sjf_orders(true).1,
+        ),
+    };
+    for key in [
+        SHORTLIST,
+        SLURP_EASY_SHORTLIST,
+        COMMITTED_SHORTLIST,
+        COMMITTED_EASY_SHORTLIST,
+    ] {
+        let m = carried(key);
+        let (without, with) = (orders(&m, &workload, false), orders(&m, &workload, true));
+        assert_eq!((without.0, with.0, without.1, with.1), expect(key), "{key}");
+    }
+}
+
+#[test]
+fn a_malformed_shortlist_is_refused_naming_its_key() {
+    let main = by_feature(3, 1.0);
+    for (key, value, why) in [
+        (SHORTLIST, "f1", "not ORDER:MARGIN"),
+        (SHORTLIST, "fairshare:3", "not an order a shortlist can use"),
+        (COMMITTED_SHORTLIST, "f1:-2", "not a margin"),
+    ] {
+        let mut notes: Vec<(&str, String)> =
+            export::committed_notes(&main, Sight::V3, false).into();
+        notes.push((key, value.into()));
+        let err = model(&main, &notes).unwrap_err();
+        assert!(matches!(err, ModelError::Shortlist { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "m.onnx: its shortlist (metadata `{key}`) cannot be used"
+            )),
+            "{text}"
+        );
+        assert!(text.contains(why), "{text}");
+    }
+}
+
+#[test]
+fn a_rollout_for_ppo_refuses_a_model_with_a_shortlist() {
+    let workload = busy();
+    let m = model(&by_feature(3, 1.0), &[(SHORTLIST, "f1:3".into())]).unwrap();
+    let opts = Options {
+        trajectories: 1,
+        len: 64,
+        seed: 1,
+        backfill: false,
+        score: Score::Worst,
+        greedy: false,
+        min_bsld: 0.0,
+        baseline: None,
+        hold_out: Vec::new(),
+        model: SimModel::Reference,
+        sight: Sight::V3,
+        mixed: false,
+    };
+    let err = rollout::rollout(Player::Network(&m), &[workload], &opts).unwrap_err();
+    assert!(err.contains("shortlist"), "{err}");
+    assert!(err.contains("--clear"), "how to roll it out: {err}");
+}
