@@ -95,8 +95,9 @@ struct RunArgs {
     /// `fair-v4` (built in: v3 that tells narrow tasks apart on many
     /// cores), `fair-v5` (built in: fair-v4 with networks of its own for
     /// EASY; the fairest of them, in slurp's model and RLScheduler's; with
-    /// `+easy`, `fairshare+easy` is still fairer on a fifth of workloads)
-    /// or `fair:MODEL.onnx` (`+easy` to
+    /// `+easy`, `fairshare+easy` is still fairer on a fifth of workloads),
+    /// `fair-v6` (built in: fair-v5 handing its near-ties to F1, averages
+    /// near the best heuristic's) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

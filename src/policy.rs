@@ -429,6 +429,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if args.json {
+        let rule = |m: Option<&Model>| m.and_then(Model::shortlist).map(|l| l.to_string());
         let mut doc = serde_json::json!({
             "model": args.model,
             "observation": net.sight.name(),
@@ -438,6 +439,11 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "committed_easy_observation": net.carries(true).then(|| net.committed(true).sight.name()),
             "slurp_easy_network": net.slurp_easy().is_some(),
             "slurp_easy_observation": net.slurp_easy().map(|m| m.sight.name()),
+            // Each network's shortlist (`ORDER:MARGIN`), null where it has none.
+            "shortlist": rule(Some(&net)),
+            "slurp_easy_shortlist": rule(net.slurp_easy()),
+            "committed_shortlist": rule(net.carries(false).then(|| net.committed(false))),
+            "committed_easy_shortlist": rule(net.carries(true).then(|| net.committed(true))),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,

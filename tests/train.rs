@@ -1358,3 +1358,116 @@ fn a_search_plays_and_writes_its_shortlist_and_keeps_the_other_networks_own() {
     let (dropped, ..) = search_from(&listed_bytes, &["--shortlist", "none"]);
     assert_eq!(dropped.committed(true).shortlist(), None);
 }
+
+/// The built-in fair-v6 is what its card's recipe assembles: fair-v5's
+/// networks without backfilling, the two networks for EASY searched under
+/// their shortlists (v26s, v26r), and F1 among every network's near-ties;
+/// `ensemble.py` then `slurp policy shortlist` rebuild it byte for byte,
+/// and `policy judge --json` names each network's rule.
+#[test]
+fn fair_v6_is_fair_v5_with_shortlists_and_the_networks_for_easy_its_card_names() {
+    use slurp_fair::shortlist::Shortlist;
+    let repo = common::repo();
+    let runs = repo.join("fair/trainer/runs");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let (easy, committed) = (
+        load(&runs.join("v26s-slurp-easy.onnx")),
+        load(&runs.join("v26r-committed-easy.onnx")),
+    );
+    let v5 = slurp_fair::built_in("fair-v5").unwrap();
+    let v6 = slurp_fair::built_in("fair-v6").unwrap();
+    assert_eq!((v6.sight, v6.layers()), (v5.sight, v5.layers()));
+    assert_eq!(v6.committed(false).sight, v5.committed(false).sight);
+    assert_eq!(v6.committed_layers(false), v5.committed_layers(false));
+    assert_eq!(v6.committed(true).sight, Sight::V5);
+    assert_eq!(v6.committed_layers(true), committed.committed_layers(true));
+    assert_ne!(v6.committed_layers(true), v5.committed_layers(true));
+    let (own, searched) = (v6.slurp_easy().unwrap(), easy.slurp_easy().unwrap());
+    assert_eq!((own.sight, own.layers()), (Sight::V5, searched.layers()));
+    assert_ne!(own.layers(), v5.slurp_easy().unwrap().layers());
+    let rule = |text: &str| Some(Shortlist::parse(text).unwrap());
+    assert_eq!(v6.shortlist(), rule("f1:32"));
+    assert_eq!(own.shortlist(), rule("f1:32"));
+    assert_eq!(v6.committed(false).shortlist(), rule("f1:96"));
+    assert_eq!(v6.committed(true).shortlist(), rule("f1:96"));
+
+    let judged = Test::new()
+        .args(&[
+            "policy",
+            "judge",
+            "fair-v6",
+            "gen:small:8:1100",
+            "--samples",
+            "1",
+            "--len",
+            "128",
+            "--json",
+        ])
+        .run()
+        .success();
+    let judged: serde_json::Value = serde_json::from_str(&judged.stdout).unwrap();
+    for (key, expected) in [
+        ("shortlist", "f1:32"),
+        ("slurp_easy_shortlist", "f1:32"),
+        ("committed_shortlist", "f1:96"),
+        ("committed_easy_shortlist", "f1:96"),
+    ] {
+        assert_eq!(judged[key], expected, "{key}");
+    }
+
+    if !python_has("numpy, onnx") {
+        eprintln!("skipped rebuilding fair-v6: needs python3 with numpy and onnx");
+        return;
+    }
+    // Its provenance as written, so that the recipe's one free text agrees.
+    let shipped_path = repo.join("stdlib/policies/fair-v6.onnx");
+    let read = std::process::Command::new("python3")
+        .args(["-c", "import onnx, sys; print(next(p.value for p in onnx.load(sys.argv[1]).metadata_props if p.key == 'slurp.trained'), end='')"])
+        .arg(&shipped_path)
+        .output()
+        .unwrap();
+    assert!(read.status.success());
+    let trained = String::from_utf8(read.stdout).unwrap();
+    assert!(
+        trained.contains("v26s") && trained.contains("v26r"),
+        "{trained}"
+    );
+    let test = Test::new();
+    let joined = test.path().join("joined.onnx");
+    let source = format!(
+        "{}:slurp.committed.easy:1",
+        runs.join("v26r-committed-easy.onnx").display()
+    );
+    let base = runs.join("v26s-slurp-easy.onnx");
+    let args: [&std::ffi::OsStr; 6] = [
+        base.as_os_str(),
+        joined.as_os_str(),
+        "slurp.committed.easy".as_ref(),
+        source.as_ref(),
+        "--trained".as_ref(),
+        trained.as_ref(),
+    ];
+    if !model_tool("ensemble.py", &args) {
+        return;
+    }
+    let shortlisted = test.args(&[
+        "policy",
+        "shortlist",
+        "joined.onnx",
+        "-o",
+        "v6.onnx",
+        "--slurp",
+        "f1:32",
+        "--committed",
+        "f1:96",
+        "--committed-easy",
+        "f1:96",
+    ]);
+    shortlisted.run().success();
+    let rebuilt = std::fs::read(shortlisted.path().join("v6.onnx")).unwrap();
+    let shipped = std::fs::read(&shipped_path).unwrap();
+    assert!(
+        rebuilt == shipped,
+        "the card's recipe does not give fair-v6"
+    );
+}

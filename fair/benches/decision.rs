@@ -6,8 +6,9 @@
 //! fair-v3 (v2 over wider slots), fair-v4 (v3 with widths on log scales)
 //! and fair-v5's network for EASY (v5: the users' places in fair-share
 //! turns), and that network choosing through shortlists (F1 among the
-//! slots within 32 logits of its best, and within 10⁹: every slot keyed);
-//! and the network alone, directly and in tract's plan.
+//! slots within 32 logits of its best, and within 10⁹: every slot keyed),
+//! and fair-v6's networks with and without EASY (each through F1's
+//! shortlist); and the network alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -122,8 +123,12 @@ fn decisions(c: &mut Criterion) {
         let model = Model::from_bytes(Path::new(&name), &bytes, None, None).expect("it loads");
         std::sync::Arc::new(model)
     };
+    // fair-v6's networks, each choosing through F1 among its near-ties:
+    // the one for `+easy` runs and the one for runs without backfilling.
+    let fair_v6 = std::sync::Arc::new(built("fair-v6"));
+    let fair_v6_easy = fair_v6.clone().in_slurp(true);
     let (near, all) = (fair_v5_easy_listed("f1:32"), fair_v5_easy_listed("f1:1e9"));
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 10] = [
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 12] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
@@ -133,6 +138,8 @@ fn decisions(c: &mut Criterion) {
         ("fair-v5+easy as v8", as_v8, &[128, 5000]),
         ("fair-v5+easy, shortlist f1:32", near, &[128]),
         ("fair-v5+easy, shortlist f1:1e9", all, &[128]),
+        ("fair-v6", fair_v6, &[128, 5000]),
+        ("fair-v6+easy", fair_v6_easy, &[128, 5000]),
         ("v2", v2.into(), &[128, 5000]),
     ];
     for (name, net, depths) in &models {

@@ -56,9 +56,9 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v5`: fair-v4 with networks of their own under EASY backfilling,
 ///   one for slurp's model and real runs, one for committed choices, each
 ///   seeing v5 (the user's place in fair-share turns);
-/// - `fair-v6`: fair-v5's networks, each without backfilling and the
-///   reference model's under EASY choosing through a shortlist (F1 among
-///   its near-ties, `shortlist.rs`).
+/// - `fair-v6`: fair-v5's networks without backfilling and two for EASY
+///   searched from fair-v5's, every one choosing through a shortlist (F1
+///   among its near-ties, `shortlist.rs`).
 ///
 /// None of fair-v2 … fair-v6 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).

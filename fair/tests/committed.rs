@@ -12,17 +12,8 @@ use slurp_fair::{Model, ModelError, Sight};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::{Machine, Window, Workload};
 
-/// A linear network that scores a slot by one feature (0-based).
-fn by_feature(feature: usize, weight: f32) -> Vec<Dense> {
-    let mut w = vec![0.0; slurp_fair::FEATURES];
-    w[feature] = weight;
-    vec![Dense { w, b: vec![0.0] }]
-}
-
-fn model(main: &[Dense], notes: &[(&str, String)]) -> Result<Model, ModelError> {
-    let bytes = export::actor(main, "v3", notes);
-    Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
-}
+mod common;
+use common::{by_feature, model};
 
 /// A model of `layers` alone, seeing `sight`.
 fn alone(layers: &[Dense], sight: Sight) -> Arc<Model> {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use slurp_fair::export::{self, Dense};
+use slurp_fair::export;
 use slurp_fair::model::{
     COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
 };
@@ -16,17 +16,8 @@ use slurp_runtime::core::{Backfill, Order, PolicyKind};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::{Machine, Model as SimModel, Window, Workload, reference};
 
-/// A linear network that scores a slot by one feature (0-based).
-fn by_feature(feature: usize, weight: f32) -> Vec<Dense> {
-    let mut w = vec![0.0; slurp_fair::FEATURES];
-    w[feature] = weight;
-    vec![Dense { w, b: vec![0.0] }]
-}
-
-fn model(main: &[Dense], notes: &[(&str, String)]) -> Result<Model, ModelError> {
-    let bytes = export::actor(main, "v3", notes);
-    Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
-}
+mod common;
+use common::{by_feature, model};
 
 fn busy() -> Workload {
     let trace = generate(&Family::Saturated.spec(1500), 2);

@@ -1,4 +1,7 @@
-//! What the observation tests share.
+//! What the integration tests share (each file uses some of it).
+
+// Each test file is its own crate and uses only part of this module.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 
@@ -35,4 +38,20 @@ pub fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
+}
+
+/// A linear network that scores a slot by one feature (0-based).
+pub fn by_feature(feature: usize, weight: f32) -> Vec<slurp_fair::export::Dense> {
+    let mut w = vec![0.0; slurp_fair::FEATURES];
+    w[feature] = weight;
+    vec![slurp_fair::export::Dense { w, b: vec![0.0] }]
+}
+
+/// A v3 model of `main` with the metadata `notes`, loaded as `m.onnx`.
+pub fn model(
+    main: &[slurp_fair::export::Dense],
+    notes: &[(&str, String)],
+) -> Result<slurp_fair::Model, slurp_fair::ModelError> {
+    let bytes = slurp_fair::export::actor(main, "v3", notes);
+    slurp_fair::Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None)
 }
