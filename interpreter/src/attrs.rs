@@ -28,6 +28,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v3",
     "fair-v4",
     "fair-v5",
+    "fair-v6",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
