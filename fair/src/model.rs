@@ -465,6 +465,28 @@ impl Model {
             SLURP_EASY_SHORTLIST,
         )?;
         let shortlist = shortlist_at(&proto, path, SHORTLIST)?;
+        // A rule for a network the file does not carry would be read by
+        // nothing: refused, not skipped (a hand-edited key, or one left
+        // behind when the network was taken out).
+        for (key, has, network) in [
+            (SLURP_EASY_SHORTLIST, slurp_easy.is_some(), SLURP_EASY),
+            (COMMITTED_SHORTLIST, committed.is_some(), COMMITTED),
+            (
+                COMMITTED_EASY_SHORTLIST,
+                committed_easy.is_some(),
+                COMMITTED_EASY,
+            ),
+        ] {
+            if !has && proto.metadata_props.iter().any(|p| p.key == key) {
+                return Err(ModelError::Shortlist {
+                    path: path.to_owned(),
+                    key: key.to_owned(),
+                    reason: format!(
+                        "the model carries no `{network}` network for it to apply to; remove the key, or add the network"
+                    ),
+                });
+            }
+        }
         let mut model = Model {
             plan,
             states: std::sync::Mutex::new(Vec::new()),

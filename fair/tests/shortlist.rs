@@ -141,6 +141,17 @@ fn a_malformed_shortlist_is_refused_naming_its_key() {
         (SHORTLIST, "f1", "not ORDER:MARGIN"),
         (SHORTLIST, "fairshare:3", "not an order a shortlist can use"),
         (COMMITTED_SHORTLIST, "f1:-2", "not a margin"),
+        // A rule for a network the file does not carry: read by nothing.
+        (
+            COMMITTED_EASY_SHORTLIST,
+            "f1:8",
+            "carries no `slurp.committed.easy` network",
+        ),
+        (
+            SLURP_EASY_SHORTLIST,
+            "f1:8",
+            "carries no `slurp.easy` network",
+        ),
     ] {
         let mut notes: Vec<(&str, String)> =
             export::committed_notes(&main, Sight::V3, false).into();
