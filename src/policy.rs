@@ -227,33 +227,13 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::model::{
         COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
     };
-    let (bytes, normalisers, name) = match slurp_fair::built_in_bytes(&args.model) {
-        Some((bytes, normalisers, file)) => (
-            bytes.to_vec(),
-            normalisers.map(str::to_owned),
-            format!("{file} (built in)"),
-        ),
-        None => {
-            let path = std::path::Path::new(&args.model);
-            match std::fs::read(path) {
-                Ok(bytes) => (
-                    bytes,
-                    std::fs::read_to_string(sidecar(path)).ok(),
-                    args.model.clone(),
-                ),
-                Err(e) => return Ok(usage(format!("{}: {e}", args.model))),
-            }
-        }
+    let file = match slurp_fair::spec::Source::of(&args.model).read() {
+        Ok(file) => file,
+        Err(e) => return Ok(usage(e)),
     };
-    let load = |bytes: &[u8]| {
-        Model::from_bytes(
-            std::path::Path::new(&name),
-            bytes,
-            normalisers.as_deref(),
-            None,
-        )
-    };
-    let model = match load(&bytes) {
+    let name = file.name.display().to_string();
+    let load = |bytes: &[u8]| file.load_bytes(bytes);
+    let model = match load(&file.bytes) {
         Ok(m) => m,
         Err(e) => return Ok(usage(e)),
     };
@@ -304,7 +284,7 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN or none), or --clear",
         ));
     }
-    let written = match slurp_fair::export::renoted(&bytes, &set) {
+    let written = match slurp_fair::export::renoted(&file.bytes, &set) {
         Ok(b) => b,
         Err(e) => return Ok(usage(format!("{name}: {e}"))),
     };
@@ -313,8 +293,8 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
         Err(e) => return Ok(usage(e)),
     };
     std::fs::write(&args.output, &written)?;
-    if let Some(json) = &normalisers {
-        std::fs::write(sidecar(&args.output), json)?;
+    if let Some(json) = &file.normalisers {
+        std::fs::write(sidecar(&args.output), json.as_bytes())?;
     }
     eprintln!("wrote {}: {}", args.output.display(), shortlists(&model));
     Ok(ExitCode::SUCCESS)

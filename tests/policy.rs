@@ -1054,4 +1054,18 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     refused(&[]).stderr_has(&["nothing to change"]);
     refused(&["--slurp", "f1:x"]).stderr_has(&["`x` is not a margin"]);
     refused(&["--slurp", "fairshare:3"]).stderr_has(&["not an order a shortlist can use"]);
+    // A name that is neither a file nor built in is told the built-in
+    // names, as `--policy` and `--init` are.
+    let test = Test::new().args(&[
+        "policy",
+        "shortlist",
+        "fair-v9",
+        "-o",
+        "out.onnx",
+        "--clear",
+    ]);
+    test.run()
+        .invalid()
+        .stderr_has(&["fair-v9", "nor is it a built-in model", "fair-v6"]);
+    assert!(!test.path().join("out.onnx").exists());
 }

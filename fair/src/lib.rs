@@ -63,20 +63,17 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// None of fair-v2 … fair-v6 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
-    let (bytes, normalisers, file) =
-        built_in_bytes(name).ok_or_else(|| format!("no built-in model `{name}`"))?;
-    Model::from_bytes(
-        std::path::Path::new(&format!("{file} (built in)")),
-        bytes,
-        normalisers,
-        None,
-    )
-    .map_err(|e| e.to_string())
+    match spec::Source::of(name) {
+        source @ spec::Source::BuiltIn(_) => source.load(),
+        spec::Source::File(_) => Err(format!("no built-in model `{name}`")),
+    }
 }
 
 /// A built-in model's ONNX bytes, its normalisers' JSON (v1 only) and its
 /// file name in `stdlib/policies`.
-pub fn built_in_bytes(name: &str) -> Option<(&'static [u8], Option<&'static str>, &'static str)> {
+pub(crate) fn built_in_bytes(
+    name: &str,
+) -> Option<(&'static [u8], Option<&'static str>, &'static str)> {
     const V1: &[u8] = include_bytes!("../../stdlib/policies/fair-v1.onnx");
     const V1_NORMALISERS: &str = include_str!("../../stdlib/policies/fair-v1.onnx.json");
     const V2: &[u8] = include_bytes!("../../stdlib/policies/fair-v2.onnx");

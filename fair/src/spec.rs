@@ -3,10 +3,11 @@
 //! [`BUILT_IN`]), `fair:MODEL.onnx`, any with `+easy` to backfill around the
 //! task it chose while that waits.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::Model;
+use crate::{Model, ModelError};
 
 /// The names of the models built into the binary.
 pub const BUILT_IN: [&str; 6] = [
@@ -46,22 +47,73 @@ impl Source {
         }
     }
 
-    /// Loads the model: what `--policy`, `slurp policy judge` and `slurp
-    /// policy train --init` name. A file that is not there and does not
-    /// look like one (`fair-v9`) is told the built-in names.
-    pub fn load(&self) -> Result<Model, String> {
+    /// The model's file as it is, not yet loaded: what `slurp policy
+    /// shortlist` rewrites. A file that is not there and does not look like
+    /// one (`fair-v9`) is told the built-in names.
+    pub fn read(&self) -> Result<ModelFile, String> {
         match self {
-            Source::File(path) => Model::load(path, None).map_err(|e| {
-                if path.extension().is_none() && !path.exists() {
-                    format!("{e} (nor is it a built-in model: {})", BUILT_IN.join(", "))
-                } else {
-                    e.to_string()
+            Source::File(path) => match std::fs::read(path) {
+                Ok(bytes) => Ok(ModelFile {
+                    name: path.clone(),
+                    bytes: Cow::Owned(bytes),
+                    normalisers: std::fs::read_to_string(crate::model::sidecar(path))
+                        .ok()
+                        .map(Cow::Owned),
+                }),
+                Err(e) => {
+                    let e = ModelError::Unreadable {
+                        path: path.clone(),
+                        reason: e.to_string(),
+                    };
+                    Err(if path.extension().is_none() && !path.exists() {
+                        format!("{e} (nor is it a built-in model: {})", BUILT_IN.join(", "))
+                    } else {
+                        e.to_string()
+                    })
                 }
-            }),
+            },
             Source::BuiltIn(name) => {
-                crate::built_in(name).map_err(|e| format!("the built-in `{name}` model: {e}"))
+                let (bytes, normalisers, file) = crate::built_in_bytes(name)
+                    .ok_or_else(|| format!("no built-in model `{name}`"))?;
+                Ok(ModelFile {
+                    name: PathBuf::from(format!("{file} (built in)")),
+                    bytes: Cow::Borrowed(bytes),
+                    normalisers: normalisers.map(Cow::Borrowed),
+                })
             }
         }
+    }
+
+    /// Loads the model: what `--policy`, `slurp policy judge` and `slurp
+    /// policy train --init` name.
+    pub fn load(&self) -> Result<Model, String> {
+        let file = self.read()?;
+        file.load().map_err(|e| match self {
+            Source::BuiltIn(name) => format!("the built-in `{name}` model: {e}"),
+            Source::File(_) => e.to_string(),
+        })
+    }
+}
+
+/// A model's file, read but not loaded: its ONNX bytes, its normalisers'
+/// JSON (v1 models only) and the name errors give it.
+#[derive(Debug, Clone)]
+pub struct ModelFile {
+    pub name: PathBuf,
+    pub bytes: Cow<'static, [u8]>,
+    pub normalisers: Option<Cow<'static, str>>,
+}
+
+impl ModelFile {
+    /// The model these bytes (or others, such as a rewrite of them) hold,
+    /// with this file's name and normalisers.
+    pub fn load_bytes(&self, bytes: &[u8]) -> Result<Model, ModelError> {
+        Model::from_bytes(&self.name, bytes, self.normalisers.as_deref(), None)
+    }
+
+    /// The model this file holds.
+    pub fn load(&self) -> Result<Model, ModelError> {
+        self.load_bytes(&self.bytes)
     }
 }
 

@@ -9,21 +9,15 @@ use std::sync::Arc;
 use slurp_fair::evolve::{self, Shape};
 use slurp_fair::export::{self, Dense};
 use slurp_fair::{Model, ModelError, Sight};
-use slurp_sim::generate::{Family, generate};
-use slurp_sim::{Machine, Window, Workload};
+use slurp_sim::Window;
 
 mod common;
-use common::{by_feature, model};
+use common::{by_feature, model, saturated};
 
 /// A model of `layers` alone, seeing `sight`.
 fn alone(layers: &[Dense], sight: Sight) -> Arc<Model> {
     let bytes = export::actor(layers, sight.name(), &[]);
     Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
-}
-
-fn busy() -> Workload {
-    let trace = generate(&Family::Saturated.spec(1500), 2);
-    Workload::new(&trace, Machine::of(&trace).unwrap())
 }
 
 #[test]
@@ -41,7 +35,7 @@ fn the_reference_model_decides_with_the_committed_network_and_slurps_with_the_gr
     assert!(both.has_committed() && !oldest.has_committed());
     assert_eq!(both.committed_layers(false), narrow.layers());
     assert_eq!(both.committed_layers(true), narrow.layers());
-    let workload = busy();
+    let workload = saturated();
     let window = Window {
         start: 200,
         len: 1024,
@@ -136,7 +130,7 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
     .unwrap();
     assert_eq!(carried.sight, Sight::V3);
     assert_eq!(carried.committed(true).sight, Sight::V5);
-    let workload = busy();
+    let workload = saturated();
     let window = Window {
         start: 200,
         len: 1024,
@@ -182,7 +176,7 @@ fn a_network_for_easy_decides_the_reference_models_choices_under_easy_alone() {
         (Sight::V3, Sight::V5)
     );
     let (narrow, wide) = (alone(&narrow, Sight::V3), alone(&wide, Sight::V5));
-    let workload = busy();
+    let workload = saturated();
     let window = Window {
         start: 200,
         len: 1024,
@@ -238,7 +232,7 @@ fn a_network_for_easy_decides_slurps_model_under_easy_alone() {
         !carrying.has_committed(),
         "not a network for committed choices"
     );
-    let workload = busy();
+    let workload = saturated();
     let window = Window {
         start: 200,
         len: 1024,

@@ -7,9 +7,12 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use slurp_fair::observe::{Normalisers, PADDING};
-use slurp_fair::rollout::{self, Options, Player, Score, choose};
+use slurp_fair::rollout::{self, Options, Player, choose};
 use slurp_fair::{Model, ModelError, Observation, SLOTS};
 use slurp_sim::{Machine, Workload};
+
+mod common;
+use common::rollout_options;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -156,20 +159,7 @@ fn busy() -> Workload {
 }
 
 fn options(seed: u64) -> Options {
-    Options {
-        trajectories: 6,
-        len: 64,
-        seed,
-        backfill: false,
-        score: Score::Worst,
-        greedy: false,
-        min_bsld: 0.0,
-        baseline: None,
-        hold_out: Vec::new(),
-        model: slurp_sim::Model::Reference,
-        sight: slurp_fair::Sight::V1,
-        mixed: false,
-    }
+    rollout_options(seed, slurp_fair::Sight::V1)
 }
 
 #[test]

@@ -10,19 +10,13 @@ use slurp_fair::export;
 use slurp_fair::model::{
     COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
 };
-use slurp_fair::rollout::{self, Options, Player, Score};
+use slurp_fair::rollout::{self, Options, Player};
 use slurp_fair::{Model, ModelError, Sight};
 use slurp_runtime::core::{Backfill, Order, PolicyKind};
-use slurp_sim::generate::{Family, generate};
-use slurp_sim::{Machine, Model as SimModel, Window, Workload, reference};
+use slurp_sim::{Model as SimModel, Window, Workload, reference};
 
 mod common;
-use common::{by_feature, model};
-
-fn busy() -> Workload {
-    let trace = generate(&Family::Saturated.spec(1500), 2);
-    Workload::new(&trace, Machine::of(&trace).unwrap())
-}
+use common::{by_feature, model, rollout_options, saturated};
 
 const WINDOW: Window = Window {
     start: 200,
@@ -58,7 +52,7 @@ fn heuristic(order: Order, workload: &Workload, backfill: bool) -> (Vec<u32>, Ve
 
 #[test]
 fn a_shortlist_past_every_gap_is_its_order_and_one_network_s_rule_is_its_own() {
-    let workload = busy();
+    let workload = saturated();
     // Oldest first: a network whose choices are none of SJF's.
     let oldest = by_feature(3, 1.0);
     let plain = Arc::new(model(&oldest, &[]).unwrap());
@@ -171,21 +165,11 @@ fn a_malformed_shortlist_is_refused_naming_its_key() {
 
 #[test]
 fn a_rollout_for_ppo_refuses_a_model_with_a_shortlist() {
-    let workload = busy();
+    let workload = saturated();
     let m = model(&by_feature(3, 1.0), &[(SHORTLIST, "f1:3".into())]).unwrap();
     let opts = Options {
         trajectories: 1,
-        len: 64,
-        seed: 1,
-        backfill: false,
-        score: Score::Worst,
-        greedy: false,
-        min_bsld: 0.0,
-        baseline: None,
-        hold_out: Vec::new(),
-        model: SimModel::Reference,
-        sight: Sight::V3,
-        mixed: false,
+        ..rollout_options(1, Sight::V3)
     };
     let err = rollout::rollout(Player::Network(&m), &[workload], &opts).unwrap_err();
     assert!(err.contains("shortlist"), "{err}");

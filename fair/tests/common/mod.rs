@@ -5,8 +5,35 @@
 
 use std::path::PathBuf;
 
+use slurp_fair::Sight;
+use slurp_fair::rollout::{Options, Score};
 use slurp_sim::generate::{Family, generate};
 use slurp_sim::{Machine, Workload};
+
+/// A saturated generated workload (queues of dozens), so choices matter.
+pub fn saturated() -> Workload {
+    let trace = generate(&Family::Saturated.spec(1500), 2);
+    Workload::new(&trace, Machine::of(&trace).unwrap())
+}
+
+/// Rollout options for six 64-job trajectories of the reference model
+/// without backfilling, scored by the worst user, the network seeing `sight`.
+pub fn rollout_options(seed: u64, sight: Sight) -> Options {
+    Options {
+        trajectories: 6,
+        len: 64,
+        seed,
+        backfill: false,
+        score: Score::Worst,
+        greedy: false,
+        min_bsld: 0.0,
+        baseline: None,
+        hold_out: Vec::new(),
+        model: slurp_sim::Model::Reference,
+        sight,
+        mixed: false,
+    }
+}
 
 /// The first `jobs` of `family`'s trace drawn with `seed`, every job `k`
 /// times as wide on a machine `k` times as large: `k` times the nodes, or,
