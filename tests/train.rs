@@ -1471,3 +1471,76 @@ fn fair_v6_is_fair_v5_with_shortlists_and_the_networks_for_easy_its_card_names()
         "the card's recipe does not give fair-v6"
     );
 }
+
+/// The built-in fair-v7 is fair-v6 with one rule changed: its network for
+/// committed choices without backfilling hands the jobs within 64 logits
+/// (not 96) of its choice to F1. Every network and every other rule is
+/// fair-v6's; `ensemble.py` (the provenance) then `slurp policy shortlist`
+/// rebuild it byte for byte, as the card's recipe says.
+#[test]
+fn fair_v7_is_fair_v6_with_a_narrower_shortlist_for_committed_choices() {
+    use slurp_fair::shortlist::Shortlist;
+    let repo = common::repo();
+    let v6 = slurp_fair::built_in("fair-v6").unwrap();
+    let v7 = slurp_fair::built_in("fair-v7").unwrap();
+    assert_eq!((v7.sight, v7.layers()), (v6.sight, v6.layers()));
+    let (own6, own7) = (v6.slurp_easy().unwrap(), v7.slurp_easy().unwrap());
+    assert_eq!((own7.sight, own7.layers()), (own6.sight, own6.layers()));
+    for easy in [false, true] {
+        assert_eq!(v7.committed(easy).sight, v6.committed(easy).sight);
+        assert_eq!(v7.committed_layers(easy), v6.committed_layers(easy));
+    }
+    let rule = |text: &str| Some(Shortlist::parse(text).unwrap());
+    assert_eq!(v7.shortlist(), v6.shortlist());
+    assert_eq!(own7.shortlist(), own6.shortlist());
+    assert_eq!(
+        v7.committed(true).shortlist(),
+        v6.committed(true).shortlist()
+    );
+    assert_eq!(v6.committed(false).shortlist(), rule("f1:96"));
+    assert_eq!(v7.committed(false).shortlist(), rule("f1:64"));
+
+    if !python_has("numpy, onnx") {
+        eprintln!("skipped rebuilding fair-v7: needs python3 with numpy and onnx");
+        return;
+    }
+    let shipped_path = repo.join("stdlib/policies/fair-v7.onnx");
+    let read = std::process::Command::new("python3")
+        .args(["-c", "import onnx, sys; print(next(p.value for p in onnx.load(sys.argv[1]).metadata_props if p.key == 'slurp.trained'), end='')"])
+        .arg(&shipped_path)
+        .output()
+        .unwrap();
+    assert!(read.status.success());
+    let trained = String::from_utf8(read.stdout).unwrap();
+    assert!(trained.starts_with("fair-v7: fair-v6"), "{trained}");
+    let test = Test::new();
+    let base = repo.join("stdlib/policies/fair-v6.onnx");
+    let retold = test.path().join("retold.onnx");
+    let source = format!("{}:slurp.committed:1", base.display());
+    let args: [&std::ffi::OsStr; 6] = [
+        base.as_os_str(),
+        retold.as_os_str(),
+        "slurp.committed".as_ref(),
+        source.as_ref(),
+        "--trained".as_ref(),
+        trained.as_ref(),
+    ];
+    if !model_tool("ensemble.py", &args) {
+        return;
+    }
+    let shortlisted = test.args(&[
+        "policy",
+        "shortlist",
+        "retold.onnx",
+        "-o",
+        "v7.onnx",
+        "--committed",
+        "f1:64",
+    ]);
+    shortlisted.run().success();
+    let rebuilt = std::fs::read(shortlisted.path().join("v7.onnx")).unwrap();
+    assert!(
+        rebuilt == std::fs::read(&shipped_path).unwrap(),
+        "the card's recipe does not give fair-v7"
+    );
+}

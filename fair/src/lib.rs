@@ -58,9 +58,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 ///   seeing v5 (the user's place in fair-share turns);
 /// - `fair-v6`: fair-v5's networks without backfilling and two for EASY
 ///   searched from fair-v5's, every one choosing through a shortlist (F1
-///   among its near-ties, `shortlist.rs`).
+///   among its near-ties, `shortlist.rs`);
+/// - `fair-v7`: fair-v6 with a narrower shortlist (f1:64) for its network
+///   for committed choices without backfilling.
 ///
-/// None of fair-v2 … fair-v6 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v7 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -81,6 +83,7 @@ pub(crate) fn built_in_bytes(
     const V4: &[u8] = include_bytes!("../../stdlib/policies/fair-v4.onnx");
     const V5: &[u8] = include_bytes!("../../stdlib/policies/fair-v5.onnx");
     const V6: &[u8] = include_bytes!("../../stdlib/policies/fair-v6.onnx");
+    const V7: &[u8] = include_bytes!("../../stdlib/policies/fair-v7.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -88,6 +91,7 @@ pub(crate) fn built_in_bytes(
         "fair-v4" => (V4, None, "fair-v4.onnx"),
         "fair-v5" => (V5, None, "fair-v5.onnx"),
         "fair-v6" => (V6, None, "fair-v6.onnx"),
+        "fair-v7" => (V7, None, "fair-v7.onnx"),
         _ => return None,
     })
 }

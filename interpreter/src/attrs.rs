@@ -29,6 +29,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v4",
     "fair-v5",
     "fair-v6",
+    "fair-v7",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
