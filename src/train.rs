@@ -163,6 +163,13 @@ pub struct TrainArgs {
     /// evolve: training windows (1,024 jobs) a trace
     #[arg(long, value_name = "K", default_value_t = 16)]
     windows: usize,
+    /// evolve, with --validate: windows (1,024 jobs) a validation trace,
+    /// for keeping and for each confirmation draw (default: --windows).
+    /// Each generation mean is judged on them once, a small part of a
+    /// generation's cost; more of them tell close networks apart where one
+    /// draw of a few keeps a lucky one
+    #[arg(long, value_name = "K")]
+    validate_windows: Option<usize>,
     /// evolve: score each generation on K of each trace's --windows, drawn
     /// anew every generation (default: all of them, every generation); the
     /// model kept is the generation mean that scores best on all of them
@@ -332,7 +339,14 @@ fn evolve(
         return usage("--average-within: a positive multiple of the best average, e.g. 1.0")
             .map(Some);
     }
-    let stages = match windows_of(args, workloads, &args.traces, split, args.seed) {
+    let stages = match windows_of(
+        args,
+        workloads,
+        &args.traces,
+        split,
+        args.seed,
+        args.windows,
+    ) {
         Ok(stages) => stages,
         Err(e) => return usage(e).map(Some),
     };
@@ -358,8 +372,17 @@ fn evolve(
         Some(n) => n,
         None => CONFIRM_DRAWS,
     };
+    let checking = match args.validate_windows {
+        Some(_) if args.validate.is_empty() => {
+            return usage("--validate-windows: give the validation traces with --validate")
+                .map(Some);
+        }
+        Some(0) => return usage("--validate-windows: at least 1 window a trace").map(Some),
+        Some(k) => k,
+        None => args.windows,
+    };
     let confirming = (confirm > 0 && args.init.is_some()).then(|| checks.clone());
-    let checks = match windows_of(args, checks, &args.validate, split, args.seed) {
+    let checks = match windows_of(args, checks, &args.validate, split, args.seed, checking) {
         Ok(checks) => checks,
         Err(e) => return usage(e).map(Some),
     };
@@ -586,7 +609,7 @@ fn evolve(
             let mut draws = Vec::with_capacity(confirm);
             for i in 1..=confirm as u64 {
                 let seed = args.seed.wrapping_add(i);
-                match windows_of(args, raw.clone(), &args.validate, split, seed) {
+                match windows_of(args, raw.clone(), &args.validate, split, seed, checking) {
                     Ok(stages) => draws.push(Arena::of_kinds(stages, &kinds)),
                     Err(e) => return usage(e).map(Some),
                 }
@@ -823,13 +846,14 @@ fn windows_of(
     names: &[PathBuf],
     split: &str,
     seed: u64,
+    count: usize,
 ) -> Result<Vec<(String, slurp_sim::Workload, Vec<Window>)>, String> {
     let mut stages = Vec::new();
     for (workload, name) in workloads.into_iter().zip(names) {
         let name = name.to_string_lossy().into_owned();
         let within = Window::parse_span(&format!("0..{split}"), workload.jobs.len()).ok();
         let draw = |min_bsld: f64| Draw {
-            count: args.windows,
+            count,
             len: 1024.min(within.map_or(workload.jobs.len(), |w| w.len)),
             seed,
             within,

@@ -444,6 +444,43 @@ fn a_search_with_validation_traces_keeps_its_network_by_them() {
     let bad = small_search("w.onnx", "2", &["--validate", "nope.swf"]);
     bad.run().invalid().stderr_has(&["nope.swf"]);
     assert!(!bad.path().join("w.onnx").exists());
+    // More validation windows than training ones, each generation judged
+    // on all of them.
+    let more = small_search(
+        "m.onnx",
+        "1",
+        &[
+            "--hidden",
+            "2",
+            "--validate",
+            "gen:mid:2:3000",
+            "--validate-windows",
+            "5",
+        ],
+    );
+    more.run().success().stderr_has(&[
+        "on 2 windows of the first 75% of 1 trace",
+        "lowest loss on 5 windows of 1 validation trace",
+    ]);
+    // Validation windows without validation traces, or none a trace: said,
+    // not ignored.
+    for (more, said) in [
+        (
+            &["--validate-windows", "5"][..],
+            "give the validation traces with --validate",
+        ),
+        (
+            &["--validate", "gen:mid:2:3000", "--validate-windows", "0"][..],
+            "at least 1 window",
+        ),
+    ] {
+        let refused = small_search("r.onnx", "1", more);
+        refused
+            .run()
+            .invalid()
+            .stderr_has(&["--validate-windows", said]);
+        assert!(!refused.path().join("r.onnx").exists());
+    }
 }
 
 #[test]
