@@ -1458,13 +1458,7 @@ fn fair_v6_is_fair_v5_with_shortlists_and_the_networks_for_easy_its_card_names()
     }
     // Its provenance as written, so that the recipe's one free text agrees.
     let shipped_path = repo.join("stdlib/policies/fair-v6.onnx");
-    let read = std::process::Command::new("python3")
-        .args(["-c", "import onnx, sys; print(next(p.value for p in onnx.load(sys.argv[1]).metadata_props if p.key == 'slurp.trained'), end='')"])
-        .arg(&shipped_path)
-        .output()
-        .unwrap();
-    assert!(read.status.success());
-    let trained = String::from_utf8(read.stdout).unwrap();
+    let trained = provenance(&shipped_path);
     assert!(
         trained.contains("v26s") && trained.contains("v26r"),
         "{trained}"
@@ -1542,13 +1536,7 @@ fn fair_v7_is_fair_v6_with_a_narrower_shortlist_for_committed_choices() {
         return;
     }
     let shipped_path = repo.join("stdlib/policies/fair-v7.onnx");
-    let read = std::process::Command::new("python3")
-        .args(["-c", "import onnx, sys; print(next(p.value for p in onnx.load(sys.argv[1]).metadata_props if p.key == 'slurp.trained'), end='')"])
-        .arg(&shipped_path)
-        .output()
-        .unwrap();
-    assert!(read.status.success());
-    let trained = String::from_utf8(read.stdout).unwrap();
+    let trained = provenance(&shipped_path);
     assert!(trained.starts_with("fair-v7: fair-v6"), "{trained}");
     let test = Test::new();
     let base = repo.join("stdlib/policies/fair-v6.onnx");
@@ -1580,4 +1568,20 @@ fn fair_v7_is_fair_v6_with_a_narrower_shortlist_for_committed_choices() {
         rebuilt == std::fs::read(&shipped_path).unwrap(),
         "the card's recipe does not give fair-v7"
     );
+}
+
+/// A model file's `slurp.trained` text, as the onnx package reads it (the
+/// recipes pass it back to `ensemble.py --trained`).
+fn provenance(model: &std::path::Path) -> String {
+    let read = std::process::Command::new("python3")
+        .args(["-c", "import onnx, sys; print(next(p.value for p in onnx.load(sys.argv[1]).metadata_props if p.key == 'slurp.trained'), end='')"])
+        .arg(model)
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    String::from_utf8(read.stdout).unwrap()
 }
