@@ -98,7 +98,8 @@ struct RunArgs {
     /// `+easy`, `fairshare+easy` is still fairer on a fifth of workloads),
     /// `fair-v6` (built in: fair-v5 handing its near-ties to F1, averages
     /// near the best heuristic's), `fair-v7` (built in: fair-v6 with a
-    /// narrower shortlist for committed choices) or `fair:MODEL.onnx` (`+easy` to
+    /// narrower shortlist for committed choices), `fair-v8` (built in:
+    /// fair-v7 with its networks for EASY searched again) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

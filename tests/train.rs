@@ -1117,6 +1117,8 @@ fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
         );
     }
     let model = common::repo().join("stdlib/policies/fair-v4.onnx");
+    let other = common::repo().join("stdlib/policies/fair-v3.onnx");
+    let other = format!("v3={}", other.display());
     let (code, out, err) = tool(
         "cells.py",
         &[
@@ -1131,13 +1133,62 @@ fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
             "--only",
             "slurp",
             model.to_str().unwrap(),
+            &other,
         ],
     );
     assert_eq!(code, Some(0), "{err}");
     for family in ["small", "mid", "large", "saturated", "quiet"] {
         assert!(out.contains(&format!("gen:{family}:1:4000 ")), "{out}");
     }
-    assert_eq!(out.matches(" of 5; ").count(), 2, "{out}");
+    assert_eq!(out.matches(" of 5; ").count(), 4, "{out}");
+    // Each mode's paired comparison of the second model with the first,
+    // recomputed here from the rows it prints (rounded, hence the slack at
+    // the 0.5% margin and in the ratios).
+    let modes: Vec<&str> = out.split("\nmode ").skip(1).collect();
+    assert_eq!(modes.len(), 2, "{out}");
+    for mode in modes {
+        let quotients: Vec<(f64, f64)> = mode
+            .lines()
+            .filter(|l| l.starts_with("gen:"))
+            .map(|l| {
+                let column = |i: usize| -> Vec<f64> {
+                    let field = l.split('|').nth(i).unwrap();
+                    field
+                        .split_whitespace()
+                        .map(|x| x.parse().unwrap())
+                        .collect()
+                };
+                let (first, second) = (column(2), column(3));
+                (second[0] / first[0], second[1] / first[1])
+            })
+            .collect();
+        let line = mode
+            .lines()
+            .find(|l| l.trim_start().starts_with("v3 vs fair-v4: "))
+            .unwrap_or_else(|| panic!("no paired line: {mode}"));
+        let number = |after: &str| -> f64 {
+            let rest = &line[line.find(after).unwrap() + after.len()..];
+            let end = rest
+                .find(|c: char| c != '.' && !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse().unwrap()
+        };
+        let counted = |sure: f64, loose: f64| {
+            let n = |edge: f64| quotients.iter().filter(|q| q.0 < edge).count() as f64;
+            (n(sure), n(loose))
+        };
+        let (at_least, at_most) = counted(0.995 - 0.002, 0.995 + 0.002);
+        let lower = number("lower in ");
+        assert!(at_least <= lower && lower <= at_most, "{line}");
+        let geo = |i: usize| {
+            let logs = quotients.iter().map(|q| [q.0, q.1][i].ln());
+            (logs.sum::<f64>() / quotients.len() as f64).exp()
+        };
+        assert!((number("ratio ") - geo(0)).abs() < 0.003, "{line}");
+        // The averages are printed to two decimals only.
+        assert!((number("averages ") / geo(1) - 1.0).abs() < 0.03, "{line}");
+        assert!(line.contains(" of 5 (by over 0.5%)"), "{line}");
+    }
 }
 
 /// The logit a one-hidden-layer network (`w` inputs × outputs, row-major)
@@ -1567,6 +1618,82 @@ fn fair_v7_is_fair_v6_with_a_narrower_shortlist_for_committed_choices() {
     assert!(
         rebuilt == std::fs::read(&shipped_path).unwrap(),
         "the card's recipe does not give fair-v7"
+    );
+}
+
+/// fair-v8 is fair-v7 with its two networks for EASY replaced by the
+/// searched ones its card names (v29 for committed choices, v30 for slurp's
+/// model and real `+easy` runs), every rule kept, and the card's recipe
+/// (two `ensemble.py` copies) rebuilds the shipped file byte for byte.
+#[test]
+fn fair_v8_is_fair_v7_with_the_networks_for_easy_its_card_names() {
+    let repo = common::repo();
+    let runs = repo.join("fair/trainer/runs");
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let committed = load(&runs.join("v29-committed-easy.onnx"));
+    let easy = load(&runs.join("v30-slurp-easy.onnx"));
+    let v7 = slurp_fair::built_in("fair-v7").unwrap();
+    let v8 = slurp_fair::built_in("fair-v8").unwrap();
+    assert_eq!((v8.sight, v8.layers()), (v7.sight, v7.layers()));
+    assert_eq!(v8.shortlist(), v7.shortlist());
+    let own = v8.slurp_easy().unwrap();
+    let searched = easy.slurp_easy().unwrap();
+    assert_eq!(
+        (own.sight, own.layers()),
+        (searched.sight, searched.layers())
+    );
+    assert_ne!(own.layers(), v7.slurp_easy().unwrap().layers());
+    assert_eq!(own.shortlist(), v7.slurp_easy().unwrap().shortlist());
+    assert_eq!(v8.committed_layers(false), v7.committed_layers(false));
+    assert_eq!(v8.committed_layers(true), committed.committed_layers(true));
+    assert_ne!(v8.committed_layers(true), v7.committed_layers(true));
+    for easy in [false, true] {
+        assert_eq!(v8.committed(easy).sight, v7.committed(easy).sight);
+        assert_eq!(
+            v8.committed(easy).shortlist(),
+            v7.committed(easy).shortlist()
+        );
+    }
+
+    if !python_has("numpy, onnx") {
+        eprintln!("skipped rebuilding fair-v8: needs python3 with numpy and onnx");
+        return;
+    }
+    let shipped_path = repo.join("stdlib/policies/fair-v8.onnx");
+    let trained = provenance(&shipped_path);
+    assert!(trained.starts_with("fair-v8: fair-v7"), "{trained}");
+    let test = Test::new();
+    let half = test.path().join("half.onnx");
+    let rebuilt = test.path().join("v8.onnx");
+    let base = repo.join("stdlib/policies/fair-v7.onnx");
+    let from_v29 = format!(
+        "{}:slurp.committed.easy:1",
+        runs.join("v29-committed-easy.onnx").display()
+    );
+    let from_v30 = format!(
+        "{}:slurp.easy:1",
+        runs.join("v30-slurp-easy.onnx").display()
+    );
+    let first: [&std::ffi::OsStr; 6] = [
+        base.as_os_str(),
+        half.as_os_str(),
+        "slurp.committed.easy".as_ref(),
+        from_v29.as_ref(),
+        "--trained".as_ref(),
+        trained.as_ref(),
+    ];
+    let second: [&std::ffi::OsStr; 4] = [
+        half.as_os_str(),
+        rebuilt.as_os_str(),
+        "slurp.easy".as_ref(),
+        from_v30.as_ref(),
+    ];
+    if !model_tool("ensemble.py", &first) || !model_tool("ensemble.py", &second) {
+        return;
+    }
+    assert!(
+        std::fs::read(&rebuilt).unwrap() == std::fs::read(&shipped_path).unwrap(),
+        "the card's recipe does not give fair-v8"
     );
 }
 

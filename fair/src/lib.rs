@@ -60,9 +60,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 ///   searched from fair-v5's, every one choosing through a shortlist (F1
 ///   among its near-ties, `shortlist.rs`);
 /// - `fair-v7`: fair-v6 with a narrower shortlist (f1:64) for its network
-///   for committed choices without backfilling.
+///   for committed choices without backfilling;
+/// - `fair-v8`: fair-v7 with both its networks for EASY searched again
+///   (slurp's model and real `+easy` runs, and committed choices).
 ///
-/// None of fair-v2 … fair-v7 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v8 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -84,6 +86,7 @@ pub(crate) fn built_in_bytes(
     const V5: &[u8] = include_bytes!("../../stdlib/policies/fair-v5.onnx");
     const V6: &[u8] = include_bytes!("../../stdlib/policies/fair-v6.onnx");
     const V7: &[u8] = include_bytes!("../../stdlib/policies/fair-v7.onnx");
+    const V8: &[u8] = include_bytes!("../../stdlib/policies/fair-v8.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -92,6 +95,7 @@ pub(crate) fn built_in_bytes(
         "fair-v5" => (V5, None, "fair-v5.onnx"),
         "fair-v6" => (V6, None, "fair-v6.onnx"),
         "fair-v7" => (V7, None, "fair-v7.onnx"),
+        "fair-v8" => (V8, None, "fair-v8.onnx"),
         _ => return None,
     })
 }

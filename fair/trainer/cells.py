@@ -21,7 +21,12 @@ model's column is its worst user's bounded slowdown over the fairest heuristic's
 average over the best heuristic's. Each mode ends with every model's counts as the check
 counts them, from the judge's own verdicts: won (worst user at least 1% below every
 heuristic's), within 1% of the fairest, average within 1.1x the best; and the geometric mean
-and the worst of the first ratio.
+and the worst of the first ratio. With several models, each after the first is then compared
+with the first cell by cell (the comparison choices between models are made by): in how many
+cells its worst user is lower, and higher, by more than 0.5%; the geometric mean of its worst
+user's ratio to the first model's, with the t statistic of the log ratios (how far that mean is
+from 1 in units of its standard error; |t| under 2 is within the cells' noise); and the
+geometric mean of the averages' ratio.
 `--only reference` (or `slurp`) keeps one simulation model's cells.
 """
 
@@ -135,6 +140,23 @@ def main():
             won, within, averages = (sum(table[k][n][i] for k in keys) for i in (2, 3, 4))
             geo = math.exp(sum(math.log(w) for w in worst) / len(worst))
             print(f"  {n}: won {won} within {within} avg {averages} of {len(keys)}; geo {geo:.3f} worst {max(worst):.3f}")
+        for n in names[1:]:
+            print("  " + paired([(table[k][names[0]], table[k][n]) for k in keys], n, names[0]))
+
+
+def paired(rows, name, first, margin=0.005):
+    """`name` against `first` over the same cells: each cell's worst user's ratio and average's
+    ratio, both already relative to the cell's best heuristic, so their quotient is the change."""
+    worst = [math.log(b[0] / a[0]) for a, b in rows]
+    average = [math.log(b[1] / a[1]) for a, b in rows]
+    lower = sum(w < math.log(1 - margin) for w in worst)
+    higher = sum(w > math.log(1 + margin) for w in worst)
+    n = len(worst)
+    mean = sum(worst) / n
+    spread = math.sqrt(sum((w - mean) ** 2 for w in worst) / (n - 1)) if n > 1 else 0.0
+    t = f"t {mean / (spread / math.sqrt(n)):.2f}" if spread > 0 else "t -"
+    return (f"{name} vs {first}: worst user lower in {lower}, higher in {higher} of {n} (by over "
+            f"{margin:.1%}); ratio {math.exp(mean):.3f} ({t}); averages {math.exp(sum(average) / n):.3f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v5",
     "fair-v6",
     "fair-v7",
+    "fair-v8",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
