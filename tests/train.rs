@@ -1073,8 +1073,9 @@ fn turns_can_give_the_rule_alone_with_a_rescue_for_the_job_furthest_behind() {
 
 /// The trainer's judging tools (`cells.py`, `history.py`) pass slurp's
 /// own refusal on — its message and exit status, not a Python traceback —
-/// refuse `--jobs` where the workloads are fixed, and generate traces of
-/// `--jobs` jobs where they are not.
+/// refuse `--jobs` where the workloads are fixed, generate traces of
+/// `--jobs` jobs where they are not, and compare each model after the first
+/// with it cell by cell as its rows say.
 #[test]
 fn the_judging_tools_pass_slurps_refusals_on_and_size_fresh_traces() {
     if !python_has("json") {
