@@ -99,7 +99,9 @@ struct RunArgs {
     /// `fair-v6` (built in: fair-v5 handing its near-ties to F1, averages
     /// near the best heuristic's), `fair-v7` (built in: fair-v6 with a
     /// narrower shortlist for committed choices), `fair-v8` (built in:
-    /// fair-v7 with its networks for EASY searched again) or `fair:MODEL.onnx` (`+easy` to
+    /// fair-v7 with its networks for EASY searched again), `fair-v9` (built
+    /// in: fair-v8 with its network for real `+easy` runs searched again;
+    /// the learned one to run with `+easy`) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

@@ -31,6 +31,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v6",
     "fair-v7",
     "fair-v8",
+    "fair-v9",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
