@@ -1629,32 +1629,15 @@ fn fair_v7_is_fair_v6_with_a_narrower_shortlist_for_committed_choices() {
 #[test]
 fn fair_v8_is_fair_v7_with_the_networks_for_easy_its_card_names() {
     let repo = common::repo();
-    let runs = repo.join("fair/trainer/runs");
-    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
-    let committed = load(&runs.join("v29-committed-easy.onnx"));
-    let easy = load(&runs.join("v30-slurp-easy.onnx"));
-    let v7 = slurp_fair::built_in("fair-v7").unwrap();
-    let v8 = slurp_fair::built_in("fair-v8").unwrap();
-    assert_eq!((v8.sight, v8.layers()), (v7.sight, v7.layers()));
-    assert_eq!(v8.shortlist(), v7.shortlist());
-    let own = v8.slurp_easy().unwrap();
-    let searched = easy.slurp_easy().unwrap();
-    assert_eq!(
-        (own.sight, own.layers()),
-        (searched.sight, searched.layers())
+    let run = |name: &str| searched_run(&repo, name);
+    assert_replaced(
+        &slurp_fair::built_in("fair-v8").unwrap(),
+        &slurp_fair::built_in("fair-v7").unwrap(),
+        &[
+            ("slurp.committed.easy", &run("v29-committed-easy.onnx")),
+            ("slurp.easy", &run("v30-slurp-easy.onnx")),
+        ],
     );
-    assert_ne!(own.layers(), v7.slurp_easy().unwrap().layers());
-    assert_eq!(own.shortlist(), v7.slurp_easy().unwrap().shortlist());
-    assert_eq!(v8.committed_layers(false), v7.committed_layers(false));
-    assert_eq!(v8.committed_layers(true), committed.committed_layers(true));
-    assert_ne!(v8.committed_layers(true), v7.committed_layers(true));
-    for easy in [false, true] {
-        assert_eq!(v8.committed(easy).sight, v7.committed(easy).sight);
-        assert_eq!(
-            v8.committed(easy).shortlist(),
-            v7.committed(easy).shortlist()
-        );
-    }
 
     let Some(rebuilt) = rebuilt_by_copies(
         "fair-v7",
@@ -1679,24 +1662,11 @@ fn fair_v8_is_fair_v7_with_the_networks_for_easy_its_card_names() {
 #[test]
 fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
     let repo = common::repo();
-    let searched =
-        slurp_fair::Model::load(&repo.join("fair/trainer/runs/v31-slurp-easy.onnx"), None).unwrap();
-    let v8 = slurp_fair::built_in("fair-v8").unwrap();
-    let v9 = slurp_fair::built_in("fair-v9").unwrap();
-    assert_eq!((v9.sight, v9.layers()), (v8.sight, v8.layers()));
-    assert_eq!(v9.shortlist(), v8.shortlist());
-    let (own, theirs) = (v9.slurp_easy().unwrap(), searched.slurp_easy().unwrap());
-    assert_eq!((own.sight, own.layers()), (theirs.sight, theirs.layers()));
-    assert_ne!(own.layers(), v8.slurp_easy().unwrap().layers());
-    assert_eq!(own.shortlist(), v8.slurp_easy().unwrap().shortlist());
-    for easy in [false, true] {
-        assert_eq!(v9.committed_layers(easy), v8.committed_layers(easy));
-        assert_eq!(v9.committed(easy).sight, v8.committed(easy).sight);
-        assert_eq!(
-            v9.committed(easy).shortlist(),
-            v8.committed(easy).shortlist()
-        );
-    }
+    assert_replaced(
+        &slurp_fair::built_in("fair-v9").unwrap(),
+        &slurp_fair::built_in("fair-v8").unwrap(),
+        &[("slurp.easy", &searched_run(&repo, "v31-slurp-easy.onnx"))],
+    );
 
     let Some(rebuilt) = rebuilt_by_copies(
         "fair-v8",
@@ -1709,6 +1679,64 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
         rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v9.onnx")).unwrap(),
         "the card's recipe does not give fair-v9"
     );
+}
+
+/// A model kept in `fair/trainer/runs/` (a search's output).
+fn searched_run(repo: &std::path::Path, name: &str) -> slurp_fair::Model {
+    slurp_fair::Model::load(&repo.join("fair/trainer/runs").join(name), None).unwrap()
+}
+
+/// One network of a model: what it sees, its layers, its shortlist.
+type Network = (
+    Sight,
+    Option<Vec<slurp_fair::export::Dense>>,
+    Option<slurp_fair::shortlist::Shortlist>,
+);
+
+/// A model's four networks, by the key its file keeps each under (its own
+/// network first, which the file keeps under none: `slurp`).
+fn networks(m: &slurp_fair::Model) -> [(&'static str, Network); 4] {
+    let net = |n: &slurp_fair::Model| (n.sight, n.layers(), n.shortlist());
+    let committed = |easy| {
+        let n = m.committed(easy);
+        (n.sight, m.committed_layers(easy), n.shortlist())
+    };
+    [
+        ("slurp", net(m)),
+        ("slurp.easy", net(m.slurp_easy().unwrap_or(m))),
+        ("slurp.committed", committed(false)),
+        ("slurp.committed.easy", committed(true)),
+    ]
+}
+
+/// `new` is `old` with the networks under the keys of `from` copied from
+/// the model beside each key (what they see and their layers, which differ
+/// from `old`'s), every rule kept: each other network, and every
+/// shortlist, is `old`'s.
+fn assert_replaced(
+    new: &slurp_fair::Model,
+    old: &slurp_fair::Model,
+    from: &[(&str, &slurp_fair::Model)],
+) {
+    let (new, old) = (networks(new), networks(old));
+    for ((key, mine), (_, before)) in new.into_iter().zip(old) {
+        match from.iter().find(|(k, _)| *k == key) {
+            None => assert_eq!(mine, before, "{key}: not the old model's"),
+            Some((_, source)) => {
+                let (_, theirs) = networks(source)
+                    .into_iter()
+                    .find(|(k, _)| *k == key)
+                    .unwrap();
+                assert_eq!(
+                    (mine.0, &mine.1),
+                    (theirs.0, &theirs.1),
+                    "{key}: not the searched one"
+                );
+                assert_ne!(mine.1, before.1, "{key}: the old model's layers");
+                assert_eq!(mine.2, before.2, "{key}: not the old model's rule");
+            }
+        }
+    }
 }
 
 /// The bytes a model card's recipe gives: the built-in model `base` with
