@@ -106,6 +106,11 @@ pub struct JudgeArgs {
     /// Print JSON instead of tables
     #[arg(long)]
     json: bool,
+    /// For every cell the model trails by more than 1%: the windows that
+    /// make most of its excess over the fairest heuristic, the user it
+    /// leaves worst off in each and what that user's jobs are like
+    #[arg(long)]
+    why: bool,
     /// Exit 1 unless the model wins at least 3 of every 4 cells, never
     /// trails the fairest heuristic by more than 1%, and keeps its average
     /// within 1.1× the best (in every draw)
@@ -333,6 +338,7 @@ impl JudgeArgs {
             within: Some(within),
             min_bsld: 0.0,
             json: false,
+            why: false,
             check: false,
         }
     }
@@ -382,7 +388,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     }
     let mut draws: Vec<JudgedDraw> = Vec::new();
     for seed in (0..args.draws as u64).map(|i| args.seed.wrapping_add(i)) {
-        let mut cells: Vec<Cell> = Vec::new();
+        let mut cells: Vec<(Cell, Option<judge::Why>)> = Vec::new();
         for (path, workload, within) in &workloads {
             let room = within.map_or(workload.jobs.len(), |w| w.len);
             let draw = slurp_sim::window::Draw {
@@ -398,7 +404,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             };
             let name = path.to_string_lossy();
             let name = name.rsplit('/').next().unwrap_or(&name);
-            match judge::cells(&net, &label, name, workload, &windows) {
+            match judge::explained(&net, &label, name, workload, &windows) {
                 Ok(c) => cells.extend(c),
                 Err(e) => return Ok(usage(e)),
             }
@@ -430,9 +436,21 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "passed": passed,
         });
         let fields = |d: &JudgedDraw| {
+            let cells: Vec<serde_json::Value> = d
+                .cells
+                .iter()
+                .zip(&d.whys)
+                .map(|(c, why)| {
+                    let mut cell = serde_json::json!(c.judged());
+                    if let (true, Some(why)) = (args.why, why) {
+                        cell["why"] = serde_json::json!(why);
+                    }
+                    cell
+                })
+                .collect();
             serde_json::json!({
                 "seed": d.seed,
-                "cells": d.cells.iter().map(|c| c.judged()).collect::<Vec<_>>(),
+                "cells": cells,
                 "wins": d.tally.wins,
                 "holds": d.tally.holds,
                 "averages_within": d.tally.averages,
@@ -452,10 +470,15 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         }
         serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::other)?;
         writeln!(out)?;
-    } else if let [one] = &draws[..] {
-        write_table(&mut out, &net, &label, args, one)?;
     } else {
-        write_draws(&mut out, &net, &label, args, &draws, passed)?;
+        if let [one] = &draws[..] {
+            write_table(&mut out, &net, &label, args, one)?;
+        } else {
+            write_draws(&mut out, &net, &label, args, &draws, passed)?;
+        }
+        if args.why {
+            write_why(&mut out, &label, &draws)?;
+        }
     }
     Ok(if args.check && !passed {
         ExitCode::from(1)
@@ -464,17 +487,28 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
     })
 }
 
-/// One draw of windows judged: its cells and the check's counts.
+/// One draw of windows judged: its cells, where each trails (when it
+/// does), and the check's counts.
 struct JudgedDraw {
     seed: u64,
     cells: Vec<slurp_fair::judge::Cell>,
+    whys: Vec<Option<slurp_fair::judge::Why>>,
     tally: slurp_fair::judge::Tally,
 }
 
 impl JudgedDraw {
-    fn of(seed: u64, cells: Vec<slurp_fair::judge::Cell>) -> JudgedDraw {
+    fn of(
+        seed: u64,
+        explained: Vec<(slurp_fair::judge::Cell, Option<slurp_fair::judge::Why>)>,
+    ) -> JudgedDraw {
+        let (cells, whys): (Vec<_>, Vec<_>) = explained.into_iter().unzip();
         let tally = slurp_fair::judge::Tally::of(&cells);
-        JudgedDraw { seed, cells, tally }
+        JudgedDraw {
+            seed,
+            cells,
+            whys,
+            tally,
+        }
     }
 
     fn summary(&self) -> String {
@@ -539,6 +573,62 @@ fn write_table(
         )?;
     }
     writeln!(out, "\n{}", draw.summary())
+}
+
+/// `--why`: for each cell the model does not hold, in each draw, the
+/// windows that make most of its excess and the user worst off in each.
+fn write_why(
+    out: &mut impl std::io::Write,
+    label: &str,
+    draws: &[JudgedDraw],
+) -> std::io::Result<()> {
+    let trailing = draws.iter().flat_map(|d| d.whys.iter()).flatten().count();
+    writeln!(
+        out,
+        "\nWhy {label} trails: {trailing} cell{} more than 1% above the fairest heuristic",
+        if trailing == 1 { "" } else { "s" }
+    )?;
+    for d in draws {
+        for (c, why) in d.cells.iter().zip(&d.whys) {
+            let Some(why) = why else { continue };
+            let seed = if draws.len() > 1 {
+                format!(" (seed {})", d.seed)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "\n{}, {}, {}{seed}: {:.2} against {}'s {:.2} ({:.3}×); {:.0}% of the excess in windows where the user worst off runs jobs of at least half the machine",
+                c.workload,
+                c.model,
+                if c.backfill { "easy" } else { "none" },
+                c.learned.worst_user_bounded_slowdown,
+                why.against,
+                c.fairest_rival().worst_user_bounded_slowdown,
+                c.ratios().0,
+                100.0 * why.wide,
+            )?;
+            for w in &why.windows {
+                writeln!(
+                    out,
+                    "  jobs {}..{} ({:.0}% of the excess): user {}, {:.1} against {:.1} under {}; {} job{}, median {:.1}% of the machine, {} run of {} asked",
+                    w.start,
+                    w.start + w.len,
+                    100.0 * w.share,
+                    w.user,
+                    w.learned,
+                    w.heuristic,
+                    why.against,
+                    w.jobs,
+                    if w.jobs == 1 { "" } else { "s" },
+                    100.0 * w.width,
+                    slurp_report::gantt::duration(w.run),
+                    slurp_report::gantt::duration(w.estimate),
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A cell's verdict as the tables write it.

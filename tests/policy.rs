@@ -943,6 +943,150 @@ fn avg(s: &serde_json::Value) -> f64 {
     s["avg_bounded_slowdown"].as_f64().unwrap()
 }
 
+/// `--why` names, for each cell the model trails, the windows that make
+/// most of its excess over the fairest heuristic and the user worst off in
+/// each, with what that user's jobs are like. Every figure is recomputed
+/// here from `slurp sim`'s schedules of the same windows and from the
+/// generated trace itself.
+#[test]
+fn judge_why_names_the_windows_and_the_user_behind_a_trailing_cell() {
+    // fair-v1, trained on one site, trails on this workload's three
+    // windows in three cells of four.
+    let args = ["fair", "gen:small:8", "--samples", "3", "--why"];
+    let doc = judge_json(&args);
+    let trace = Test::new()
+        .args(&["policy", "generate", "small", "--seed", "8"])
+        .run()
+        .success()
+        .stdout;
+    // SWF: run is field 3, processors 4, estimate 8, user 11.
+    let jobs: Vec<[f64; 4]> = trace
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            [f[3], f[4], f[8], f[11]]
+        })
+        .collect();
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        let n = xs.len();
+        if n % 2 == 1 {
+            xs[n / 2]
+        } else {
+            (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        }
+    };
+    let mut lines = Vec::new();
+    let mut trailing = 0;
+    for cell in doc["cells"].as_array().unwrap() {
+        assert_eq!(cell.get("why").is_some(), cell["holds"] == false, "{cell}");
+        let Some(why) = cell.get("why") else { continue };
+        trailing += 1;
+        let against = why["against"].as_str().unwrap();
+        let learned = cell["learned"]["policy"].as_str().unwrap();
+        let model = cell["model"].as_str().unwrap();
+        let sim = Test::new()
+            .args(&[
+                "sim",
+                "gen:small:8",
+                "--model",
+                model,
+                "--samples",
+                "3",
+                "--len",
+                "1024",
+                "--seed",
+                "12345",
+                "--policy",
+                &format!("{against},{learned}"),
+                "--json",
+            ])
+            .run()
+            .success();
+        let sim: serde_json::Value = serde_json::from_str(&sim.stdout).unwrap();
+        let procs = sim["machine"]["nodes"].as_f64().unwrap()
+            * sim["machine"]["procs_per_node"].as_f64().unwrap();
+        let theirs = sim["policies"][0]["windows"].as_array().unwrap();
+        let own = sim["policies"][1]["windows"].as_array().unwrap();
+        // The excess: each window where the model's worst user is above
+        // the heuristic's, by how much, largest first.
+        let mut over: Vec<(f64, usize)> = (0..own.len())
+            .map(|i| (worst(&own[i]) - worst(&theirs[i]), i))
+            .filter(|&(d, _)| d > 0.0)
+            .collect();
+        over.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let excess: f64 = over.iter().map(|o| o.0).sum();
+        let mut wide = 0.0;
+        let named = why["windows"].as_array().unwrap();
+        let sizable = over.iter().filter(|o| o.0 >= 0.01 * excess).count();
+        assert_eq!(named.len(), sizable.min(3), "{why}");
+        for (k, &(d, i)) in over.iter().enumerate() {
+            let start = sim["windows"][i]["start"].as_u64().unwrap() as usize;
+            let user = own[i]["worst_user"].as_i64().unwrap();
+            let mine: Vec<&[f64; 4]> = jobs[start..start + 1024]
+                .iter()
+                .filter(|j| j[3] as i64 == user)
+                .collect();
+            let width = median(mine.iter().map(|j| j[1] / procs).collect());
+            if width >= 0.5 {
+                wide += d / excess;
+            }
+            let Some(w) = named.get(k) else { continue };
+            let near = |key: &str, want: f64| {
+                let got = w[key].as_f64().unwrap();
+                assert!(
+                    (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                    "{key}: {got} against {want} in {w}"
+                );
+            };
+            assert_eq!(w["start"], start);
+            assert_eq!(w["user"], user);
+            assert_eq!(w["jobs"], mine.len());
+            near("share", d / excess);
+            near("learned", worst(&own[i]));
+            let under_theirs = theirs[i]["per_user"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["user"] == user)
+                .unwrap()["avg_bounded_slowdown"]
+                .as_f64()
+                .unwrap();
+            near("heuristic", under_theirs);
+            near("width", width);
+            near("run", median(mine.iter().map(|j| j[0]).collect()));
+            near("estimate", median(mine.iter().map(|j| j[2]).collect()));
+            lines.push(format!(
+                "  jobs {start}..{} ({:.0}% of the excess): user {user}, ",
+                start + 1024,
+                100.0 * d / excess
+            ));
+        }
+        let got = why["wide"].as_f64().unwrap();
+        assert!((got - wide).abs() < 1e-9, "wide share {got} against {wide}");
+    }
+    assert!(trailing >= 1, "a trailing cell to explain");
+    lines.push(format!(
+        "Why fair trails: {trailing} cells more than 1% above the fairest heuristic"
+    ));
+    Test::new()
+        .args(&["policy", "judge"])
+        .args(&args)
+        .run()
+        .success()
+        .stdout_has(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    // Without --why the JSON has no such key.
+    let plain = judge_json(&args[..4]);
+    assert!(
+        plain["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("why").is_none())
+    );
+}
+
 /// `--draws N` judges on N draws of windows, seeds S, S+1, …: each draw is
 /// what a judge with that one seed says, cell for cell, each cell's table
 /// row ends its ratios with their geometric mean and worst, and `--check`
