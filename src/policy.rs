@@ -404,7 +404,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             };
             let name = path.to_string_lossy();
             let name = name.rsplit('/').next().unwrap_or(&name);
-            match judge::explained(&net, &label, name, workload, &windows) {
+            match judge::explained(&net, &label, name, workload, &windows, args.why) {
                 Ok(c) => cells.extend(c),
                 Err(e) => return Ok(usage(e)),
             }
@@ -442,7 +442,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
                 .zip(&d.whys)
                 .map(|(c, why)| {
                     let mut cell = serde_json::json!(c.judged());
-                    if let (true, Some(why)) = (args.why, why) {
+                    if let Some(why) = why {
                         cell["why"] = serde_json::json!(why);
                     }
                     cell

@@ -252,19 +252,21 @@ pub fn cells(
     workload: &Workload,
     windows: &[Window],
 ) -> Result<Vec<Cell>, String> {
-    Ok(explained(net, label, name, workload, windows)?
+    Ok(explained(net, label, name, workload, windows, false)?
         .into_iter()
         .map(|(cell, _)| cell)
         .collect())
 }
 
-/// [`cells`], each with [`Why`] where the model does not hold it.
+/// [`cells`], each with [`Why`] where the model does not hold it and
+/// `why` asks for it (a search or a train's last table has no use for it).
 pub fn explained(
     net: &Arc<Model>,
     label: &str,
     name: &str,
     workload: &Workload,
     windows: &[Window],
+    why: bool,
 ) -> Result<Vec<(Cell, Option<Why>)>, String> {
     let mut out = Vec::new();
     for (model, backfill) in KINDS {
@@ -284,7 +286,7 @@ pub fn explained(
                 .collect(),
             learned: learned(label, backfill, &runs),
         };
-        let why = (!cell.holds()).then(|| {
+        let why = (why && !cell.holds()).then(|| {
             let fairest = &cell.fairest_rival().policy;
             let (_, theirs) = rival_runs
                 .iter()
