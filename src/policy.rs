@@ -55,18 +55,19 @@ pub struct ShortlistArgs {
     /// The model's own network (slurp's model and real runs without
     /// backfilling, and every mode it has no other network for):
     /// ORDER:MARGIN (fcfs, sjf, f1, wfp3 or unicep, such as f1:32), or
-    /// `none`
-    #[arg(long = "slurp", value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    /// `none`; ORDER:MARGIN:WIDE leaves jobs of at least that share of the
+    /// machine to the network (f1:32:0.5)
+    #[arg(long = "slurp", value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     own: Option<crate::train::Rule>,
     /// Its network for slurp's model and real runs under EASY
-    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     slurp_easy: Option<crate::train::Rule>,
     /// Its network for the reference model's committed choices (without
     /// backfilling, and with EASY unless it has one for that)
-    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     committed: Option<crate::train::Rule>,
     /// Its network for the reference model's committed choices under EASY
-    #[arg(long, value_name = "ORDER:MARGIN", value_parser = crate::train::shortlist_arg)]
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     committed_easy: Option<crate::train::Rule>,
 }
 
@@ -286,7 +287,7 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     }
     if set.is_empty() {
         return Ok(usage(
-            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN or none), or --clear",
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), or --clear",
         ));
     }
     let written = match slurp_fair::export::renoted(&file.bytes, &set) {
@@ -425,7 +426,7 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "committed_easy_observation": net.carries(true).then(|| net.committed(true).sight.name()),
             "slurp_easy_network": net.slurp_easy().is_some(),
             "slurp_easy_observation": net.slurp_easy().map(|m| m.sight.name()),
-            // Each network's shortlist (`ORDER:MARGIN`), null where it has none.
+            // Each network's shortlist (`ORDER:MARGIN[:WIDE]`), null where it has none.
             "shortlist": rule(Some(&net)),
             "slurp_easy_shortlist": rule(net.slurp_easy()),
             "committed_shortlist": rule(net.carries(false).then(|| net.committed(false))),

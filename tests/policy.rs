@@ -1189,6 +1189,16 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     let (fcfs, said) = shortlisted(&narrow, &["--slurp", "fcfs:1e9"]);
     assert!(said.contains("its own network fcfs:1000000000"), "{said}");
     assert_eq!(order(&fcfs), ["n1", "w", "n2"]);
+    // With a width, the task of the whole instance is the network's alone:
+    // FCFS picks among the narrow ones, and the network puts `w` last.
+    let (wide, said) = shortlisted(&narrow, &["--slurp", "fcfs:1e9:0.5"]);
+    assert!(
+        said.contains("its own network fcfs:1000000000:0.5"),
+        "{said}"
+    );
+    // (The two narrow tasks start together, in either order.)
+    let got = order(&wide);
+    assert_eq!(got[2], "w", "{got:?}");
     // Taken away, the network chooses alone again.
     let (cleared, said) = shortlisted(&fcfs, &["--clear"]);
     assert!(said.contains("its own network none"), "{said}");
@@ -1207,6 +1217,7 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
         .stderr_has(&["--committed", "no network of its own for committed choices"]);
     refused(&[]).stderr_has(&["nothing to change"]);
     refused(&["--slurp", "f1:x"]).stderr_has(&["`x` is not a margin"]);
+    refused(&["--slurp", "f1:3:2"]).stderr_has(&["`2` is not a width", "at most 1"]);
     refused(&["--slurp", "fairshare:3"]).stderr_has(&["not an order a shortlist can use"]);
     // A name that is neither a file nor built in is told the built-in
     // names, as `--policy` and `--init` are.

@@ -153,7 +153,9 @@ fn decisions(c: &mut Criterion) {
                     let logits = net.logits(&obs).expect("runs");
                     let slot = pick(&logits, None);
                     std::hint::black_box(match net.shortlist() {
-                        Some(list) => list.pick(&logits, slot, &obs.jobs, &jobs, d.now),
+                        Some(list) => {
+                            list.pick(&logits, slot, &obs.jobs, &jobs, d.now, d.machine.procs())
+                        }
                         None => slot,
                     })
                 })

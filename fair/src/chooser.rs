@@ -365,7 +365,14 @@ impl Chooser for Learned {
                 None => {
                     let slot = pick(&logits, self.rng.as_mut());
                     let slot = match model.shortlist() {
-                        Some(list) => list.pick(&logits, slot, &obs.jobs, &self.jobs, decision.now),
+                        Some(list) => list.pick(
+                            &logits,
+                            slot,
+                            &obs.jobs,
+                            &self.jobs,
+                            decision.now,
+                            decision.machine.procs(),
+                        ),
                         None => slot,
                     };
                     (slot, 0.0)

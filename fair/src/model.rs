@@ -54,7 +54,7 @@ pub enum ModelError {
         key: String,
         reason: String,
     },
-    /// A shortlist (metadata `key`) that is not `ORDER:MARGIN`.
+    /// A shortlist (metadata `key`) that is not `ORDER:MARGIN[:WIDE]`.
     #[error("{path}: its shortlist (metadata `{key}`) cannot be used: {reason}")]
     Shortlist {
         path: PathBuf,

@@ -11,6 +11,13 @@
 //! or its draw), the one `ORDER` ranks first starts. Margin 0 changes only
 //! exact ties; a margin past every gap is `ORDER` itself.
 //!
+//! A third field, `ORDER:MARGIN:WIDE`, keeps jobs asking for at least the
+//! share `WIDE` of the machine in the network's hands: its choice of such a
+//! job stands, and the order picks only among narrower ones. Orders rank
+//! wide jobs late (F1's `n·log r` most of all), so handing them near-ties
+//! leaves a user of wide jobs waiting for a drain the network had chosen to
+//! give (v33: half of what fair-v9 loses on generated workloads).
+//!
 //! The margin is in the network's own logit units, so it belongs to one
 //! network: a model file carries one per network (`model.rs`,
 //! [`crate::model::SHORTLIST`]), chosen by judging, and `slurp policy train
@@ -28,6 +35,9 @@ pub struct Shortlist {
     pub order: Order,
     /// In logit units, finite and not negative.
     pub margin: f32,
+    /// The share of the machine (in (0, 1]) from which a job is the
+    /// network's alone; `None`: every job may be handed to the order.
+    pub wide: Option<f32>,
 }
 
 impl Shortlist {
@@ -42,15 +52,19 @@ impl Shortlist {
         Order::Unicep,
     ];
 
-    /// `ORDER:MARGIN`, as `--shortlist` and a model file write it.
+    /// `ORDER:MARGIN[:WIDE]`, as `--shortlist` and a model file write it.
     pub fn parse(text: &str) -> Result<Shortlist, String> {
         let names = || Shortlist::ORDERS.map(Order::name).join(", ");
-        let (order, margin) = text.split_once(':').ok_or_else(|| {
+        let (order, rest) = text.split_once(':').ok_or_else(|| {
             format!(
-                "`{text}` is not ORDER:MARGIN (one of {} and a margin in logits, such as f1:32)",
+                "`{text}` is not ORDER:MARGIN[:WIDE] (one of {} and a margin in logits, such as f1:32 or f1:32:0.5)",
                 names()
             )
         })?;
+        let (margin, wide) = match rest.split_once(':') {
+            Some((margin, wide)) => (margin, Some(wide)),
+            None => (rest, None),
+        };
         let order = Shortlist::ORDERS
             .into_iter()
             .find(|o| o.name() == order)
@@ -68,14 +82,31 @@ impl Shortlist {
                 "`{margin}` is not a margin: a number of logits, 0 or more"
             ));
         }
-        Ok(Shortlist { order, margin })
+        let wide = match wide {
+            None => None,
+            Some(w) => match w.parse::<f32>() {
+                Ok(share) if share > 0.0 && share <= 1.0 => Some(share),
+                _ => {
+                    return Err(format!(
+                        "`{w}` is not a width: a share of the machine above 0 and at most 1, such as 0.5"
+                    ));
+                }
+            },
+        };
+        Ok(Shortlist {
+            order,
+            margin,
+            wide,
+        })
     }
 
     /// The slot to start, given the network's `logits` over the shown
     /// `slots` (job indices into `jobs`; the logits past them are padding)
     /// and its own choice `chosen`: of the slots within the margin of
     /// `chosen`'s logit, the one the order ranks first (then the earlier
-    /// job). `chosen` itself is always on the list.
+    /// job). `chosen` itself is always on the list. With a width, a
+    /// `chosen` job at least that share of the `procs` the machine has
+    /// stands, and wider near-ties are left off the list.
     pub fn pick(
         &self,
         logits: &[f32],
@@ -83,13 +114,23 @@ impl Shortlist {
         slots: &[u32],
         jobs: &[SimJob],
         now: u64,
+        procs: u64,
     ) -> usize {
         let Some(&top) = logits.get(chosen) else {
             return chosen;
         };
+        let wide = |s: usize| {
+            self.wide.is_some_and(|share| {
+                let job = &jobs[slots[s] as usize];
+                f64::from(job.procs) >= f64::from(share) * procs as f64
+            })
+        };
+        if chosen < slots.len() && wide(chosen) {
+            return chosen;
+        }
         let floor = top - self.margin;
         (0..slots.len().min(logits.len()))
-            .filter(|&s| s == chosen || logits[s] >= floor)
+            .filter(|&s| s == chosen || (logits[s] >= floor && !wide(s)))
             .min_by_key(|&s| {
                 let job = slots[s];
                 (reference::key(self.order, &jobs[job as usize], now), job)
@@ -100,7 +141,11 @@ impl Shortlist {
 
 impl fmt::Display for Shortlist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.order.name(), self.margin)
+        write!(f, "{}:{}", self.order.name(), self.margin)?;
+        match self.wide {
+            Some(share) => write!(f, ":{share}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -129,7 +174,8 @@ mod tests {
             s,
             Shortlist {
                 order: Order::F1,
-                margin: 32.0
+                margin: 32.0,
+                wide: None,
             }
         );
         assert_eq!(Shortlist::parse(&s.to_string()), Ok(s));
@@ -146,6 +192,45 @@ mod tests {
             assert!(Shortlist::parse(bad).is_err(), "{bad} accepted");
         }
         assert!(Shortlist::parse("fairshare:3").unwrap_err().contains("f1"));
+
+        let wide = Shortlist::parse("f1:96:0.5").unwrap();
+        assert_eq!(wide.wide, Some(0.5));
+        assert_eq!(wide.to_string(), "f1:96:0.5");
+        assert_eq!(Shortlist::parse(&wide.to_string()), Ok(wide));
+        for bad in ["f1:96:0", "f1:96:1.5", "f1:96:-0.5", "f1:96:", "f1:96:half"] {
+            let err = Shortlist::parse(bad).unwrap_err();
+            assert!(err.contains("not a width"), "{bad}: {err}");
+        }
+        assert!(Shortlist::parse("f1:96:0.5:1").is_err());
+    }
+
+    #[test]
+    fn a_wide_job_is_the_network_s_alone() {
+        // A 64-core machine. Slot 0: the network's best, 32 cores for an
+        // hour; slot 1 a near-tie of 2 cores for a minute; slot 2 a near-tie
+        // of the whole machine for 10 s.
+        let jobs = [job(0, 3600, 32), job(10, 60, 2), job(20, 10, 64)];
+        let logits = [4.0, 3.5, 3.2];
+        let slots = [0, 1, 2];
+        let sjf = |wide| Shortlist {
+            order: Order::Sjf,
+            margin: 1.0,
+            wide,
+        };
+        // Without a width SJF takes the whole-machine job.
+        assert_eq!(sjf(None).pick(&logits, 0, &slots, &jobs, 30, 64), 2);
+        // From half the machine, the network's wide choice stands.
+        assert_eq!(sjf(Some(0.5)).pick(&logits, 0, &slots, &jobs, 30, 64), 0);
+        // From three quarters, slot 0 is narrow: SJF picks among the
+        // narrow near-ties only, so not slot 2.
+        assert_eq!(sjf(Some(0.75)).pick(&logits, 0, &slots, &jobs, 30, 64), 1);
+        // The network's narrow choice is still handed over, wide jobs left
+        // out: slot 1 chosen, slot 0 (half) and slot 2 not listed.
+        assert_eq!(sjf(Some(0.5)).pick(&logits, 1, &slots, &jobs, 30, 64), 1);
+        // The width is a share of the machine given: on 128 cores slot 2
+        // is half of it, narrow under 0.6 and wide under 0.4.
+        assert_eq!(sjf(Some(0.6)).pick(&logits, 1, &slots, &jobs, 30, 128), 2);
+        assert_eq!(sjf(Some(0.4)).pick(&logits, 1, &slots, &jobs, 30, 128), 1);
     }
 
     #[test]
@@ -158,20 +243,22 @@ mod tests {
         let sjf = |margin| Shortlist {
             order: Order::Sjf,
             margin,
+            wide: None,
         };
-        assert_eq!(sjf(1.0).pick(&logits, 0, &slots, &jobs, 30), 1);
+        assert_eq!(sjf(1.0).pick(&logits, 0, &slots, &jobs, 30, 64), 1);
         // Margin 0 keeps the network's choice unless tied.
-        assert_eq!(sjf(0.0).pick(&logits, 0, &slots, &jobs, 30), 0);
+        assert_eq!(sjf(0.0).pick(&logits, 0, &slots, &jobs, 30, 64), 0);
         // A margin past every gap is the order itself, padding excluded.
-        assert_eq!(sjf(1e9).pick(&logits, 0, &slots, &jobs, 30), 2);
+        assert_eq!(sjf(1e9).pick(&logits, 0, &slots, &jobs, 30, 64), 2);
         // A drawn choice is the floor's reference, not the best.
-        assert_eq!(sjf(1.0).pick(&logits, 2, &slots, &jobs, 30), 2);
+        assert_eq!(sjf(1.0).pick(&logits, 2, &slots, &jobs, 30, 64), 2);
         assert_eq!(
             Shortlist {
                 order: Order::Fcfs,
-                margin: 1.0
+                margin: 1.0,
+                wide: None,
             }
-            .pick(&logits, 1, &slots, &jobs, 30),
+            .pick(&logits, 1, &slots, &jobs, 30, 64),
             0
         );
     }

@@ -1,6 +1,7 @@
 //! Shortlists (`shortlist.rs`) as a model file carries them: each network
 //! chooses through its own, in both simulation models; one whose margin is
-//! past every gap between logits is its order's schedule exactly; a
+//! past every gap between logits is its order's schedule exactly; one
+//! with a width leaves the jobs that wide to the network; a
 //! malformed one is refused naming its key; PPO's rollouts refuse a model
 //! that has one.
 
@@ -129,11 +130,47 @@ fn a_shortlist_past_every_gap_is_its_order_and_one_network_s_rule_is_its_own() {
 }
 
 #[test]
+fn a_width_leaves_wide_jobs_to_the_network_in_both_models() {
+    let workload = saturated();
+    let procs = workload.machine.procs();
+    let oldest = by_feature(3, 1.0);
+    let with = |rule: &str| Arc::new(model(&oldest, &[(SHORTLIST, rule.into())]).unwrap());
+    let plain = Arc::new(model(&oldest, &[]).unwrap());
+    let sjf = with("sjf:1e9");
+    // Every job is at least a millionth of the machine: none is handed to
+    // SJF, and the network's own schedule is kept in both models.
+    let all_wide = with("sjf:1e9:0.000001");
+    // The window has jobs of at least half the machine and narrower ones.
+    let jobs = &workload.jobs[WINDOW.start..WINDOW.start + WINDOW.len];
+    assert!(jobs.iter().any(|j| 2 * u64::from(j.procs) >= procs));
+    assert!(jobs.iter().any(|j| 2 * u64::from(j.procs) < procs));
+    let half = with("sjf:1e9:0.5");
+    for backfill in [false, true] {
+        assert_eq!(
+            orders(&all_wide, &workload, backfill),
+            orders(&plain, &workload, backfill),
+            "backfill {backfill}"
+        );
+        // From half the machine: neither the network's schedule nor SJF's.
+        let (slurp, reference) = orders(&half, &workload, backfill);
+        let (sjf_slurp, sjf_reference) = orders(&sjf, &workload, backfill);
+        let (own_slurp, own_reference) = orders(&plain, &workload, backfill);
+        assert_ne!(reference, sjf_reference, "backfill {backfill}");
+        assert_ne!(reference, own_reference, "backfill {backfill}");
+        if !backfill {
+            assert_ne!(slurp, sjf_slurp);
+            assert_ne!(slurp, own_slurp);
+        }
+    }
+}
+
+#[test]
 fn a_malformed_shortlist_is_refused_naming_its_key() {
     let main = by_feature(3, 1.0);
     for (key, value, why) in [
         (SHORTLIST, "f1", "not ORDER:MARGIN"),
         (SHORTLIST, "fairshare:3", "not an order a shortlist can use"),
+        (SHORTLIST, "f1:3:2", "not a width"),
         (COMMITTED_SHORTLIST, "f1:-2", "not a margin"),
         // A rule for a network the file does not carry: read by nothing.
         (
