@@ -147,7 +147,7 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
     /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
-    /// `fairshare` with `--sim slurp` or an observation v2 … v8) and
+    /// `fairshare` with `--sim slurp` or an observation v2 … v9) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -164,10 +164,11 @@ pub struct RolloutArgs {
     /// trace's maxima), `v2` (site-independent ratios), `v3` (v2 over
     /// wider slots, waiting jobs in each user's standing), `v4` (v3 with
     /// widths on a log scale), `v5` (v4 with each user's place in
-    /// fair-share turns), `v7` (v5 with each job's urgency to its user) or
-    /// `v8` (v5 with each job's cost to the whole queue); a network sees
-    /// what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7", "v8"])]
+    /// fair-share turns), `v7` (v5 with each job's urgency to its user),
+    /// `v8` (v5 with each job's cost to the whole queue) or `v9` (v5 with
+    /// each job's slowdown reckoned with its user's recent runs); a network
+    /// sees what it was trained on
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7", "v8", "v9"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -806,10 +807,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
             // Its order is the users' usage, kept by slurp's model and, in
-            // the reference model, by the v2 … v8 observations.
+            // the reference model, by the v2 … v9 observations.
             Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
-                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v8, or --sim slurp)",
+                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v9, or --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),
@@ -849,7 +850,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 => {
+        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
             serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
         }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
@@ -868,7 +869,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (_, Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8) => "",
+            (
+                _,
+                Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9,
+            ) => "",
             (Some(path), _) if sidecar(path).exists() => "",
             _ => " (normalisers from the trace)",
         }

@@ -122,9 +122,10 @@ pub struct TrainArgs {
     /// evolve: what the network sees: `v4` (v3 with job widths on a log
     /// scale), `v5` (v4 with places in fair-share turns), `v7` (v5 with
     /// each job's urgency to its user), `v8` (v5 with each job's cost to
-    /// the whole queue) or `v3` (default: what --init's searched network
-    /// sees, if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8"])]
+    /// the whole queue), `v9` (v5 with each job's slowdown reckoned with
+    /// the run time its user's last ended jobs predict) or `v3` (default:
+    /// what --init's searched network sees, if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8", "v9"])]
     observation: Option<String>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
@@ -934,7 +935,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     };
     if m.sight == Sight::V1 {
         return Err(format!(
-            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v8 model"
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v9 model"
         ));
     }
     let Some(main) = m.layers() else {

@@ -355,7 +355,7 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 => {
+            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
                 self.observe_v2(&decision, slots, largest)
             }
         };

@@ -103,11 +103,19 @@ pub enum Sight {
     /// quiet one. It replaces the width against the shown jobs', which
     /// fair-v5's networks for slurp's model read not at all.
     V8,
+    /// v5 with feature 3, the slowdown a job would have if it started now,
+    /// reckoned with its run time predicted from its user's history — the
+    /// mean of the user's last two ended jobs' run times, at most the
+    /// estimate (Tsafrir, Etsion and Feitelson, 2007) — instead of its
+    /// estimate: a user whose jobs ask for hours and run for seconds is
+    /// seen falling behind as its slowdown will be scored. The estimate
+    /// while the user has no job ended, so a v5 network reads it as v5.
+    V9,
 }
 
 impl Sight {
     /// Every observation, oldest first.
-    pub const ALL: [Sight; 7] = [
+    pub const ALL: [Sight; 8] = [
         Sight::V1,
         Sight::V2,
         Sight::V3,
@@ -115,6 +123,7 @@ impl Sight {
         Sight::V5,
         Sight::V7,
         Sight::V8,
+        Sight::V9,
     ];
 
     /// The observation called `name` (one of [`Sight::ALL`], as
@@ -132,6 +141,7 @@ impl Sight {
             Sight::V5 => "v5",
             Sight::V7 => "v7",
             Sight::V8 => "v8",
+            Sight::V9 => "v9",
         }
     }
 
@@ -140,14 +150,14 @@ impl Sight {
     pub fn wide(self) -> bool {
         matches!(
             self,
-            Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8
+            Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9
         )
     }
 
     /// Whether feature 1 is the user's place in fair-share turns (v5, v7,
-    /// v8) rather than the job's width.
+    /// v8, v9) rather than the job's width.
     pub fn turns(self) -> bool {
-        matches!(self, Sight::V5 | Sight::V7 | Sight::V8)
+        matches!(self, Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9)
     }
 
     /// Whether feature 6 is the job's urgency to its user (v7) rather than
@@ -160,6 +170,12 @@ impl Sight {
     /// its width against the shown jobs'.
     pub fn queue_cost(self) -> bool {
         self == Sight::V8
+    }
+
+    /// Whether feature 3 reckons a job's run time from its user's ended
+    /// jobs (v9) rather than taking its estimate.
+    pub fn predicts(self) -> bool {
+        self == Sight::V9
     }
 
     /// The inputs a network trained seeing `from` must stop reading to be
@@ -191,7 +207,9 @@ impl Sight {
     /// How its features show a job's width.
     pub fn widths(self) -> crate::observe_v2::Widths {
         match self {
-            Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 => crate::observe_v2::Widths::Logs,
+            Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
+                crate::observe_v2::Widths::Logs
+            }
             _ => crate::observe_v2::Widths::Shares,
         }
     }
@@ -341,7 +359,7 @@ fn carried(
     };
     if sight == Sight::V1 {
         return Err(bad(
-            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v8 model can".into(),
+            "the model sees observation v1 (scaled by one trace), which cannot carry one: a v2 … v9 model can".into(),
         ));
     }
     if !crate::export::chains(&layers) {

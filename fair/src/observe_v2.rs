@@ -1,4 +1,4 @@
-//! The site-independent observations (`v2` … `v8`): what a learned
+//! The site-independent observations (`v2` … `v9`): what a learned
 //! policy trained for any machine sees. Nine features a slot, every one a
 //! ratio — to the instance's cores, to the other shown jobs, to the other
 //! users — so no trace's maxima, ids or units reach the network, and a
@@ -23,7 +23,12 @@
 //!    the shown jobs;
 //! 3. `log10(s) / 3` clipped to [0, 1], `s = max(1, (w + r) / max(r, 10))`:
 //!    the bounded slowdown the job would have if it started now and ran to
-//!    its estimate;
+//!    its estimate. v9: with `r` the run its user's history predicts, the
+//!    mean of the user's last two ended jobs' run times (the one, if one
+//!    has ended) at most the estimate, or the estimate if none has
+//!    ([`Standing::predicted`]; Tsafrir, Etsion and Feitelson's prediction
+//!    for backfilling, 2007): a job asking for hours whose user's jobs run
+//!    for seconds is seen at the slowdown it will be scored at;
 //! 4. `(log10(1 + w) − W) / 3` clipped to ±1, `W` the mean of
 //!    `log10(1 + w)` over the shown jobs;
 //! 5. `m_u / max_v m_v` (0 when `u` has no job counted or every mean is 0).
@@ -57,7 +62,7 @@
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 … v8 a wider choice
+//! else the shortest and the narrowest in turn); v3 … v9 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -98,6 +103,10 @@ pub(crate) struct User {
     jobs: u32,
     mean: f64,
     pub(crate) running: u64,
+    /// The run times (seconds) of its last two ended jobs, the latest
+    /// first, and how many of them there are (at most 2): v9's history.
+    last: [u64; 2],
+    ended: u8,
 }
 
 /// Each user's standing: mean bounded slowdown at start of its started
@@ -169,6 +178,20 @@ impl Standing {
         );
         if let Some(u) = self.users.get_mut(&user) {
             u.running = u.running.saturating_sub(cores);
+            let run = at.0.saturating_sub(start.0).div_ceil(1000);
+            u.last = [run, u.last[0]];
+            u.ended = (u.ended + 1).min(2);
+        }
+    }
+
+    /// v9's run time of a job of `user` that asks for `estimate` seconds:
+    /// the mean of the user's last two ended jobs' run times (its one, if
+    /// one has ended), at most the estimate; the estimate if none has.
+    pub fn predicted(&self, user: i64, estimate: u64) -> u64 {
+        match self.users.get(&user) {
+            Some(u) if u.ended == 2 => ((u.last[0] + u.last[1]) / 2).min(estimate),
+            Some(u) if u.ended == 1 => u.last[0].min(estimate),
+            _ => estimate,
         }
     }
 
@@ -374,7 +397,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// For a model of `sight` (v2 … v8).
+    /// For a model of `sight` (v2 … v9).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
@@ -576,7 +599,7 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation `sight` (v2 … v8) makes of `shown` (the slots' jobs, in
+/// The observation `sight` (v2 … v9) makes of `shown` (the slots' jobs, in
 /// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
 /// feature 5 is v3's when the jobs still waiting are given (`projection`),
 /// v2's otherwise.
@@ -611,9 +634,19 @@ pub fn observe(
             None if logs_of_widths => log10(s.cores.max(1) as f64),
             None => 0.0,
         };
-        let slow = match before.filter(|(b, _)| (b.wait, b.estimate) == (s.wait, s.estimate)) {
+        // v9 reckons with the run its user's history predicts.
+        let run = |s: &Shown| {
+            if sight.predicts() {
+                standing.predicted(s.user, s.estimate)
+            } else {
+                s.estimate
+            }
+        };
+        let slow = match before.filter(|(b, _)| {
+            (b.wait, b.estimate) == (s.wait, s.estimate) && (!sight.predicts() || b.user == s.user)
+        }) {
             Some((_, l)) => l.slow,
-            None => log10(slowdown(s.wait, s.estimate)),
+            None => log10(slowdown(s.wait, run(s))),
         };
         let these = Logs { r, w, n, slow };
         before = Some((s, these));

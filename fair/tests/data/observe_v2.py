@@ -1,11 +1,11 @@
-"""The v2 to v8 observations computed independently with NumPy, from their
+"""The v2 to v9 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-for v3 to v8 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-for v4 to v8 "widths": "logs", for v5, v7 and v8 "turns": true, for v7 "urgency": true, for
-v8 "queue_cost": true; times in seconds. Writes, for each, the 128 x 9 features as one flat
-list (JSON).
+for v3 to v9 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
+for v4 to v9 "widths": "logs", for v5, v7, v8 and v9 "turns": true, for v7 "urgency": true,
+for v8 "queue_cost": true, for v9 "predicts": true ("ended" in the order the ends were seen);
+times in seconds. Writes, for each, the 128 x 9 features as one flat list (JSON).
 """
 
 import json
@@ -32,7 +32,10 @@ def features(case):
         means.setdefault(user, []).append(s)
         running[user] = running.get(user, 0) + cores
         open_runs.setdefault(user, []).append((cores, start))
+    # v9: each user's ended jobs' run times, the latest last.
+    history = {}
     for user, cores, start, end in case["ended"]:
+        history.setdefault(user, []).append(end - start)
         running[user] = max(0, running.get(user, 0) - cores)
         open_runs[user].remove((cores, start))
         usage[user] = usage.get(user, 0.0) + used(cores, start, end, now)
@@ -75,7 +78,12 @@ def features(case):
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
-        slow = max(1.0, (wait[i] + est[i]) / max(est[i], 10))
+        run = est[i]
+        if case.get("predicts", False) and history.get(u):
+            # v9: the mean of the user's last two ended jobs' runs, at most the estimate.
+            last = history[u][-2:]
+            run = min(sum(last) // len(last), est[i])
+        slow = max(1.0, (wait[i] + run) / max(run, 10))
         if turns:
             width = 1 / (1 + distinct.index(usage.get(u, 0.0)))
             eighth = np.clip((np.log10(max(n[i], 1)) - log_n) / 2, -1, 1)
