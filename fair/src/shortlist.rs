@@ -16,7 +16,11 @@
 //! job stands, and the order picks only among narrower ones. Orders rank
 //! wide jobs late (F1's `n·log r` most of all), so handing them near-ties
 //! leaves a user of wide jobs waiting for a drain the network had chosen to
-//! give (v33: half of what fair-v9 loses on generated workloads).
+//! give (v33: half of what fair-v9 loses on generated workloads). Judged on
+//! fair-v9's networks for EASY it lowered the worst user cell by cell but
+//! passed no more cells, so no built-in model carries a width
+//! (`fair/trainer/runs/v34-wide-shortlist.md`); it is there for a site's
+//! own judging.
 //!
 //! The margin is in the network's own logit units, so it belongs to one
 //! network: a model file carries one per network (`model.rs`,
