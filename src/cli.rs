@@ -101,7 +101,9 @@ struct RunArgs {
     /// narrower shortlist for committed choices), `fair-v8` (built in:
     /// fair-v7 with its networks for EASY searched again), `fair-v9` (built
     /// in: fair-v8 with its network for real `+easy` runs searched again;
-    /// the learned one to run with `+easy`) or `fair:MODEL.onnx` (`+easy` to
+    /// the learned one to run with `+easy`), `fair-v10` (built in: fair-v9
+    /// seeing its users' predicted runs in RLScheduler's model under EASY;
+    /// real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

@@ -74,7 +74,7 @@ pub struct ShortlistArgs {
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v9` or MODEL.onnx
+    /// `fair-v10` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model

@@ -440,7 +440,7 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
     assert!(!test.path().join("order").exists(), "a task ran");
 }
 
-/// Every built-in model (`fair`, `fair-v2` … `fair-v9`) is a policy a
+/// Every built-in model (`fair`, `fair-v2` … `fair-v10`) is a policy a
 /// nested entry may name, alone or `+easy`, as `--policy` may: the file is
 /// valid, and the entry's instance starts its tasks in the order the same
 /// model gives that level from the command line, not FCFS's.
@@ -453,6 +453,7 @@ fn a_nested_entry_can_name_any_built_in_model() {
         );
     }
     for policy in [
+        "fair-v10+easy",
         "fair-v9+easy",
         "fair-v8",
         "fair-v7",
@@ -755,7 +756,9 @@ task s time=1m: echo s >> order
 /// `fair-v2` … `fair-v9` leave the worst user at least 1%
 /// better off than every heuristic (FCFS, SJF, F1, `fairshare`, same
 /// backfilling) with the average within 1.1× the best; `fair` (fair-v1)
-/// trails `fairshare+easy`.
+/// trails `fairshare+easy`. (fair-v10's networks for slurp's model are
+/// fair-v9's, which `tests/train.rs` holds it to, so it is not judged
+/// again here.)
 #[test]
 fn off_their_sites_fair_v2_to_v9_are_fairer_than_every_heuristic_and_fair_v1_is_not() {
     let judge =
@@ -1224,13 +1227,13 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     let test = Test::new().args(&[
         "policy",
         "shortlist",
-        "fair-v10",
+        "fair-v11",
         "-o",
         "out.onnx",
         "--clear",
     ]);
     test.run()
         .invalid()
-        .stderr_has(&["fair-v10", "nor is it a built-in model", "fair-v9"]);
+        .stderr_has(&["fair-v11", "nor is it a built-in model", "fair-v10"]);
     assert!(!test.path().join("out.onnx").exists());
 }

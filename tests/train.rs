@@ -840,10 +840,10 @@ fn a_site_search_can_start_from_a_built_in_model_by_name() {
     }
     let searched = |m: &slurp_fair::Model| m.slurp_easy().unwrap().layers();
     assert_eq!(searched(&named), searched(&filed));
-    let test = small_search("x.onnx", "1", &["--init", "fair-v10"]);
+    let test = small_search("x.onnx", "1", &["--init", "fair-v11"]);
     test.run()
         .invalid()
-        .stderr_has(&["fair-v10", "nor is it a built-in model: fair, fair-v2"]);
+        .stderr_has(&["fair-v11", "nor is it a built-in model: fair, fair-v2"]);
 }
 
 /// The built-in fair-v5 is what the model card's recipe assembles:
@@ -1678,6 +1678,56 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
     assert!(
         rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v9.onnx")).unwrap(),
         "the card's recipe does not give fair-v9"
+    );
+}
+
+/// fair-v10 is fair-v9 whose network for committed choices under EASY (the
+/// reference model's) sees v9, its layers and every rule unchanged: v9 is
+/// v5 with the user's predicted runs in place of estimates, so the same
+/// weights read it. Every other network is fair-v9's, so real runs and
+/// slurp's model schedule as fair-v9's. The card's recipe (one
+/// `ensemble.py` copy with `--observation v9`) rebuilds it byte for byte.
+#[test]
+fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
+    let repo = common::repo();
+    let v10 = networks(&slurp_fair::built_in("fair-v10").unwrap());
+    let v9 = networks(&slurp_fair::built_in("fair-v9").unwrap());
+    for ((key, mine), (_, before)) in v10.into_iter().zip(v9) {
+        if key == "slurp.committed.easy" {
+            assert_eq!((before.0, mine.0), (Sight::V5, Sight::V9));
+            assert_eq!((&mine.1, &mine.2), (&before.1, &before.2), "{key}");
+        } else {
+            assert_eq!(mine, before, "{key}: not fair-v9's");
+        }
+    }
+
+    if !python_has("numpy, onnx") {
+        eprintln!("skipped rebuilding fair-v10: needs python3 with numpy and onnx");
+        return;
+    }
+    let shipped = repo.join("stdlib/policies/fair-v10.onnx");
+    let trained = provenance(&shipped);
+    assert!(trained.starts_with("fair-v10: fair-v9"), "{trained}");
+    let test = Test::new();
+    let base = repo.join("stdlib/policies/fair-v9.onnx");
+    let out = test.path().join("v10.onnx");
+    let source = format!("{}:slurp.committed.easy:1", base.display());
+    let args: [&std::ffi::OsStr; 8] = [
+        base.as_os_str(),
+        out.as_os_str(),
+        "slurp.committed.easy".as_ref(),
+        source.as_ref(),
+        "--observation".as_ref(),
+        "v9".as_ref(),
+        "--trained".as_ref(),
+        trained.as_ref(),
+    ];
+    if !model_tool("ensemble.py", &args) {
+        return;
+    }
+    assert!(
+        std::fs::read(out).unwrap() == std::fs::read(&shipped).unwrap(),
+        "the card's recipe does not give fair-v10"
     );
 }
 

@@ -8,7 +8,9 @@
 //! turns), and that network choosing through shortlists (F1 among the
 //! slots within 32 logits of its best, and within 10⁹: every slot keyed),
 //! and fair-v6's networks with and without EASY (each through F1's
-//! shortlist); and the network alone, directly and in tract's plan.
+//! shortlist), and fair-v9's network for committed choices under EASY
+//! seeing v5 (fair-v9) and v9 (fair-v10: its users' predicted runs); and
+//! the network alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -128,7 +130,21 @@ fn decisions(c: &mut Criterion) {
     let fair_v6 = std::sync::Arc::new(built("fair-v6"));
     let fair_v6_easy = fair_v6.clone().in_slurp(true);
     let (near, all) = (fair_v5_easy_listed("f1:32"), fair_v5_easy_listed("f1:1e9"));
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 12] = [
+    // fair-v9's and fair-v10's network for committed choices under EASY:
+    // one network, seeing v5 and v9 (a user's predicted run, read once a
+    // user), through their shortlist.
+    let committed_easy = |name: &str| {
+        let model = built(name);
+        let own = model.committed(true);
+        let layers = own.layers().expect("a per-slot MLP");
+        let rule = own.shortlist().expect("a shortlist").to_string();
+        let notes = [(slurp_fair::model::SHORTLIST, rule)];
+        let bytes = slurp_fair::export::actor(&layers, own.sight.name(), &notes);
+        let name = format!("{name}+easy, committed");
+        let model = Model::from_bytes(Path::new(&name), &bytes, None, None).expect("it loads");
+        std::sync::Arc::new(model)
+    };
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 14] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
@@ -140,6 +156,16 @@ fn decisions(c: &mut Criterion) {
         ("fair-v5+easy, shortlist f1:1e9", all, &[128]),
         ("fair-v6", fair_v6, &[128, 5000]),
         ("fair-v6+easy", fair_v6_easy, &[128, 5000]),
+        (
+            "fair-v9+easy, committed",
+            committed_easy("fair-v9"),
+            &[128, 5000],
+        ),
+        (
+            "fair-v10+easy, committed",
+            committed_easy("fair-v10"),
+            &[128, 5000],
+        ),
         ("v2", v2.into(), &[128, 5000]),
     ];
     for (name, net, depths) in &models {

@@ -64,9 +64,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v8`: fair-v7 with both its networks for EASY searched again
 ///   (slurp's model and real `+easy` runs, and committed choices);
 /// - `fair-v9`: fair-v8 with its network for slurp's model and real
-///   `+easy` runs searched again.
+///   `+easy` runs searched again;
+/// - `fair-v10`: fair-v9 whose network for committed choices under EASY
+///   sees v9 (its users' predicted runs), its weights unchanged.
 ///
-/// None of fair-v2 … fair-v9 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v10 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -90,6 +92,7 @@ pub(crate) fn built_in_bytes(
     const V7: &[u8] = include_bytes!("../../stdlib/policies/fair-v7.onnx");
     const V8: &[u8] = include_bytes!("../../stdlib/policies/fair-v8.onnx");
     const V9: &[u8] = include_bytes!("../../stdlib/policies/fair-v9.onnx");
+    const V10: &[u8] = include_bytes!("../../stdlib/policies/fair-v10.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -100,6 +103,7 @@ pub(crate) fn built_in_bytes(
         "fair-v7" => (V7, None, "fair-v7.onnx"),
         "fair-v8" => (V8, None, "fair-v8.onnx"),
         "fair-v9" => (V9, None, "fair-v9.onnx"),
+        "fair-v10" => (V10, None, "fair-v10.onnx"),
         _ => return None,
     })
 }

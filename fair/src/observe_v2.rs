@@ -26,9 +26,10 @@
 //!    its estimate. v9: with `r` the run its user's history predicts, the
 //!    mean of the user's last two ended jobs' run times (the one, if one
 //!    has ended) at most the estimate, or the estimate if none has
-//!    ([`Standing::predicted`]; Tsafrir, Etsion and Feitelson's prediction
-//!    for backfilling, 2007): a job asking for hours whose user's jobs run
-//!    for seconds is seen at the slowdown it will be scored at;
+//!    (`User::predicted`, read once a user; Tsafrir, Etsion and
+//!    Feitelson's prediction for backfilling, 2007): a job asking for hours
+//!    whose user's jobs run for seconds is seen at the slowdown it will be
+//!    scored at;
 //! 4. `(log10(1 + w) − W) / 3` clipped to ±1, `W` the mean of
 //!    `log10(1 + w)` over the shown jobs;
 //! 5. `m_u / max_v m_v` (0 when `u` has no job counted or every mean is 0).
@@ -109,6 +110,20 @@ pub(crate) struct User {
     ended: u8,
 }
 
+impl User {
+    /// v9's run time of a job of this user's that asks for `estimate`
+    /// seconds: the mean of the user's last two ended jobs' run times (its
+    /// one, if one has ended), at most the estimate; the estimate if none
+    /// has.
+    pub(crate) fn predicted(&self, estimate: u64) -> u64 {
+        match self.ended {
+            2 => ((self.last[0] + self.last[1]) / 2).min(estimate),
+            1 => self.last[0].min(estimate),
+            _ => estimate,
+        }
+    }
+}
+
 /// Each user's standing: mean bounded slowdown at start of its started
 /// jobs, cores its running jobs hold, and its decayed usage. Told of starts
 /// and ends.
@@ -181,17 +196,6 @@ impl Standing {
             let run = at.0.saturating_sub(start.0).div_ceil(1000);
             u.last = [run, u.last[0]];
             u.ended = (u.ended + 1).min(2);
-        }
-    }
-
-    /// v9's run time of a job of `user` that asks for `estimate` seconds:
-    /// the mean of the user's last two ended jobs' run times (its one, if
-    /// one has ended), at most the estimate; the estimate if none has.
-    pub fn predicted(&self, user: i64, estimate: u64) -> u64 {
-        match self.users.get(&user) {
-            Some(u) if u.ended == 2 => ((u.last[0] + u.last[1]) / 2).min(estimate),
-            Some(u) if u.ended == 1 => u.last[0].min(estimate),
-            _ => estimate,
         }
     }
 
@@ -570,6 +574,8 @@ struct Logs {
 /// `exp2` had been paid at every one of its slots).
 #[derive(Debug, Clone, Copy)]
 struct OfUser {
+    /// What the user's standing says of it (v9 reads its ended runs).
+    user: User,
     /// Feature 5.
     relative: f32,
     /// Feature 6.
@@ -613,51 +619,7 @@ pub fn observe(
     sight: crate::Sight,
 ) -> Observation {
     debug_assert_eq!(shown.len(), jobs.len());
-    let widths = sight.widths();
-    let k = shown.len().max(1) as f64;
-    // Each slot's logarithms once (they are most of an observation's
-    // time).
-    let mut logs = Vec::with_capacity(shown.len());
-    let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
-    // v8 reads no width's logarithm (feature 1 is a turn, 8 the queue's cost).
-    let logs_of_widths = widths == Widths::Logs && !sight.queue_cost();
-    // A slot like the one before it (in a real run, tasks of one line or
-    // one time limit, queued together) reuses its logarithms.
-    let mut before: Option<(&Shown, Logs)> = None;
-    for s in shown {
-        let same = |f: fn(&Shown) -> u64| before.filter(|(b, _)| f(b) == f(s)).map(|(_, l)| l);
-        let r = same(|s| s.estimate).map_or_else(|| log10(s.estimate.max(1) as f64), |l| l.r);
-        let w = same(|s| s.wait).map_or_else(|| log10(1.0 + s.wait as f64), |l| l.w);
-        // Only v4 pays for a third logarithm a slot.
-        let n = match same(|s| s.cores) {
-            Some(l) => l.n,
-            None if logs_of_widths => log10(s.cores.max(1) as f64),
-            None => 0.0,
-        };
-        // v9 reckons with the run its user's history predicts.
-        let run = |s: &Shown| {
-            if sight.predicts() {
-                standing.predicted(s.user, s.estimate)
-            } else {
-                s.estimate
-            }
-        };
-        let slow = match before.filter(|(b, _)| {
-            (b.wait, b.estimate) == (s.wait, s.estimate) && (!sight.predicts() || b.user == s.user)
-        }) {
-            Some((_, l)) => l.slow,
-            None => log10(slowdown(s.wait, run(s))),
-        };
-        let these = Logs { r, w, n, slow };
-        before = Some((s, these));
-        sum_r += r;
-        sum_w += w;
-        sum_n += n;
-        logs.push(these);
-    }
-    let (log_r, log_w, log_n) = (sum_r / k, sum_w / k, sum_n / k);
     let c = cores.max(1) as f64;
-    let log_c = log10(c);
     // v3: each user's mean over its started jobs and its waiting ones at
     // their slowdown so far, against the largest such mean of any user.
     let secs = now.0 / 1000;
@@ -666,7 +628,8 @@ pub fn observe(
     let rate = projection.map_or(0.0, |p| p.waiting.rate().max(0.0));
     let shares = standing.shares.at(now);
     // The shown jobs' users, each once: the slots sorted by user, a run of
-    // them one user (no hashing at every slot).
+    // them one user (no hashing at every slot; v9's predicted runs are read
+    // from here too).
     let mut by_user: Vec<(i64, usize)> = shown.iter().map(|s| s.user).zip(0..).collect();
     by_user.sort_unstable();
     let mut of_slot = vec![0; shown.len()];
@@ -683,6 +646,7 @@ pub fn observe(
         }
         let (usage, factor) = shares.rank_and_factor(account(user));
         users.push(OfUser {
+            user: u,
             relative: match mean {
                 Some(m) if largest > 0.0 => (m / largest) as f32,
                 _ => 0.0,
@@ -700,6 +664,50 @@ pub fn observe(
             },
         });
     }
+    let widths = sight.widths();
+    let k = shown.len().max(1) as f64;
+    // Each slot's logarithms once (they are most of an observation's
+    // time).
+    let mut logs = Vec::with_capacity(shown.len());
+    let (mut sum_r, mut sum_w, mut sum_n) = (0.0, 0.0, 0.0);
+    // v8 reads no width's logarithm (feature 1 is a turn, 8 the queue's cost).
+    let logs_of_widths = widths == Widths::Logs && !sight.queue_cost();
+    // A slot like the one before it (in a real run, tasks of one line or
+    // one time limit, queued together) reuses its logarithms.
+    let mut before: Option<(&Shown, Logs)> = None;
+    for (slot, s) in shown.iter().enumerate() {
+        let same = |f: fn(&Shown) -> u64| before.filter(|(b, _)| f(b) == f(s)).map(|(_, l)| l);
+        let r = same(|s| s.estimate).map_or_else(|| log10(s.estimate.max(1) as f64), |l| l.r);
+        let w = same(|s| s.wait).map_or_else(|| log10(1.0 + s.wait as f64), |l| l.w);
+        // Only v4 pays for a third logarithm a slot.
+        let n = match same(|s| s.cores) {
+            Some(l) => l.n,
+            None if logs_of_widths => log10(s.cores.max(1) as f64),
+            None => 0.0,
+        };
+        // v9 reckons with the run its user's history predicts.
+        let run = |slot: usize, s: &Shown| {
+            if sight.predicts() {
+                users[of_slot[slot]].user.predicted(s.estimate)
+            } else {
+                s.estimate
+            }
+        };
+        let slow = match before.filter(|(b, _)| {
+            (b.wait, b.estimate) == (s.wait, s.estimate) && (!sight.predicts() || b.user == s.user)
+        }) {
+            Some((_, l)) => l.slow,
+            None => log10(slowdown(s.wait, run(slot, s))),
+        };
+        let these = Logs { r, w, n, slow };
+        before = Some((s, these));
+        sum_r += r;
+        sum_w += w;
+        sum_n += n;
+        logs.push(these);
+    }
+    let (log_r, log_w, log_n) = (sum_r / k, sum_w / k, sum_n / k);
+    let log_c = log10(c);
     // v5's feature 1: a user's place in fair-share turns among the shown
     // jobs' users, `1 / (1 + distinct usages below its own)`.
     if sight.turns() {

@@ -1,5 +1,5 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships, fair-v1), `fair-v2` … `fair-v9` (built in too,
+//! ships, fair-v1), `fair-v2` … `fair-v10` (built in too,
 //! [`BUILT_IN`]), `fair:MODEL.onnx`, any with `+easy` to backfill around the
 //! task it chose while that waits.
 
@@ -10,8 +10,9 @@ use std::sync::Arc;
 use crate::{Model, ModelError};
 
 /// The names of the models built into the binary.
-pub const BUILT_IN: [&str; 9] = [
+pub const BUILT_IN: [&str; 10] = [
     "fair", "fair-v2", "fair-v3", "fair-v4", "fair-v5", "fair-v6", "fair-v7", "fair-v8", "fair-v9",
+    "fair-v10",
 ];
 
 /// A policy error (an unknown name) with the learned policies' names added,
@@ -49,7 +50,7 @@ impl Source {
 
     /// The model's file as it is, not yet loaded: what `slurp policy
     /// shortlist` rewrites. A file that is not there and does not look like
-    /// one (`fair-v9`) is told the built-in names.
+    /// one (`fair-v10`) is told the built-in names.
     pub fn read(&self) -> Result<ModelFile, String> {
         match self {
             Source::File(path) => match std::fs::read(path) {
@@ -193,7 +194,7 @@ mod tests {
                 backfill: true
             })
         );
-        assert_eq!(spec("fair-v10"), None, "not a name slurp knows");
+        assert_eq!(spec("fair-v11"), None, "not a name slurp knows");
         assert_eq!(
             spec("fair:m.onnx+easy"),
             Some(Spec {
@@ -213,8 +214,8 @@ mod tests {
             assert_eq!(model.sight, sight, "{name}");
         }
         assert!(Spec::parse("fair:").unwrap().is_err());
-        assert!(naming_learned("unknown policy `fair-v10`").ends_with(
-            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, fair-v6, fair-v7, fair-v8, fair-v9, or fair:MODEL.onnx, each with an optional +easy"
+        assert!(naming_learned("unknown policy `fair-v11`").ends_with(
+            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, fair-v6, fair-v7, fair-v8, fair-v9, fair-v10, or fair:MODEL.onnx, each with an optional +easy"
         ));
     }
 }

@@ -14,6 +14,11 @@
         fair/trainer/runs/v15-e20.onnx:slurp.easy:1 \
         --trained "fair-v4's networks without backfilling, ..."
 
+    # fair-v10: fair-v9 whose network for the reference model under EASY sees v9 (weights kept)
+    python3 fair/trainer/ensemble.py stdlib/policies/fair-v9.onnx fair-v10.onnx \
+        slurp.committed.easy stdlib/policies/fair-v9.onnx:slurp.committed.easy:1 \
+        --observation v9 --trained "fair-v10: fair-v9 with ..."
+
 Each source is `MODEL.onnx:KEY[:WEIGHT]`: the network a model carries under the ONNX metadata
 KEY (`slurp.committed`, or `slurp.committed.easy` for EASY alone, or `slurp.easy` for slurp's
 model and real runs under EASY; fair/src/model.rs), one hidden
@@ -21,6 +26,9 @@ layer, all seeing the same observation (the KEY`.observation` entry, else the mo
 of the same form: the sources' hidden units side by side and their output weights times WEIGHT
 (default: 1/number of sources), so its logit is the weighted sum of theirs. It is written into
 a copy of BASE under KEY (with its observation); BASE's other networks are kept.
+`--observation` makes the result see another observation of the same nine features with its
+weights unchanged: one whose features the sources' is a start of (v5 → v9, where v9 reads v5's
+feature 3 with the user's predicted runs in place of estimates; fair/src/observe_v2.rs).
 
 Searches from different seeds or for different cells find different networks of similar loss;
 their mean is a way to ask whether what they share generalises better than any one of them (a
@@ -70,6 +78,8 @@ def main():
     ap.add_argument("sources", nargs="+", help="MODEL.onnx:KEY[:WEIGHT]")
     ap.add_argument("--trained", help="the result's provenance (`slurp.trained`, which `slurp policy "
                     "judge` and the model card quote) in place of BASE's")
+    ap.add_argument("--observation", choices=[f"v{n}" for n in range(2, 10)],
+                    help="the observation the result sees in place of its sources' (weights unchanged)")
     args = ap.parse_args()
     parts, seeing = [], None
     for spec in args.sources:
@@ -80,6 +90,7 @@ def main():
         seeing = sight
         parts.append((layers, float(weight[0]) if weight else None))
     parts = [(layers, 1.0 / len(parts) if w is None else w) for layers, w in parts]
+    seeing = args.observation or seeing
     model = onnx.load(args.base)
     props = {p.key: p for p in model.metadata_props}
     # The observation is written even where the sources' models left it implied: BASE may see

@@ -32,6 +32,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v7",
     "fair-v8",
     "fair-v9",
+    "fair-v10",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
