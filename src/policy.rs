@@ -54,9 +54,10 @@ pub struct ShortlistArgs {
     clear: bool,
     /// The model's own network (slurp's model and real runs without
     /// backfilling, and every mode it has no other network for):
-    /// ORDER:MARGIN (fcfs, sjf, f1, wfp3 or unicep, such as f1:32), or
-    /// `none`; ORDER:MARGIN:WIDE leaves jobs of at least that share of the
-    /// machine to the network (f1:32:0.5)
+    /// ORDER:MARGIN (fcfs, sjf, f1, wfp3, unicep, or fairshare for a
+    /// network seeing v5 or later; such as f1:32), or `none`;
+    /// ORDER:MARGIN:WIDE leaves jobs of at least that share of the machine
+    /// to the network (f1:32:0.5)
     #[arg(long = "slurp", value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     own: Option<crate::train::Rule>,
     /// Its network for slurp's model and real runs under EASY

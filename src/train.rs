@@ -142,8 +142,9 @@ pub struct TrainArgs {
     confirm: Option<usize>,
     /// evolve: the searched network chooses through this shortlist, and is
     /// written with it: of the jobs whose logit is within MARGIN of its
-    /// choice's, ORDER's first starts (fcfs, sjf, f1, wfp3 or unicep; such
-    /// as f1:32; ORDER:MARGIN:WIDE leaves jobs of at least that share of the
+    /// choice's, ORDER's first starts (fcfs, sjf, f1, wfp3, unicep, or
+    /// fairshare for a network seeing v5 or later; such as f1:32;
+    /// ORDER:MARGIN:WIDE leaves jobs of at least that share of the
     /// machine to the network). `none`: without one. Default: the --init
     /// network's own
     #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = shortlist_arg)]

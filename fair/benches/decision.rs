@@ -180,7 +180,7 @@ fn decisions(c: &mut Criterion) {
                     let slot = pick(&logits, None);
                     std::hint::black_box(match net.shortlist() {
                         Some(list) => {
-                            list.pick(&logits, slot, &obs.jobs, &jobs, d.now, d.machine.procs())
+                            list.pick(&logits, slot, &obs, &jobs, d.now, d.machine.procs())
                         }
                         None => slot,
                     })

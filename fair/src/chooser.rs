@@ -368,7 +368,7 @@ impl Chooser for Learned {
                         Some(list) => list.pick(
                             &logits,
                             slot,
-                            &obs.jobs,
+                            &obs,
                             &self.jobs,
                             decision.now,
                             decision.machine.procs(),

@@ -252,22 +252,29 @@ pub const COMMITTED_EASY_SHORTLIST: &str = "slurp.committed.easy.shortlist";
 /// The same for its network for slurp's model under EASY.
 pub const SLURP_EASY_SHORTLIST: &str = "slurp.easy.shortlist";
 
-/// The shortlist under metadata `key`, if the model has one there.
+/// The shortlist under metadata `key`, if the model has one there, for
+/// the network there, which sees `sight`.
 fn shortlist_at(
     proto: &tract_onnx::pb::ModelProto,
     path: &Path,
     key: &str,
+    sight: Sight,
 ) -> Result<Option<Shortlist>, ModelError> {
     proto
         .metadata_props
         .iter()
         .find(|p| p.key == key)
         .map(|p| {
-            Shortlist::parse(&p.value).map_err(|reason| ModelError::Shortlist {
-                path: path.to_owned(),
-                key: key.to_owned(),
-                reason,
-            })
+            Shortlist::parse(&p.value)
+                .and_then(|list| match list.unreadable_by(sight) {
+                    Some(reason) => Err(reason),
+                    None => Ok(list),
+                })
+                .map_err(|reason| ModelError::Shortlist {
+                    path: path.to_owned(),
+                    key: key.to_owned(),
+                    reason,
+                })
         })
         .transpose()
 }
@@ -367,7 +374,7 @@ fn carried(
     }
     let bytes = crate::export::actor(&layers, own.name(), &[]);
     let mut model = Model::from_bytes(path, &bytes, None, None)?;
-    model.shortlist = shortlist_at(proto, path, shortlist_key)?;
+    model.shortlist = shortlist_at(proto, path, shortlist_key, own)?;
     Ok(Some(Arc::new(model)))
 }
 
@@ -482,7 +489,7 @@ impl Model {
             SLURP_EASY_SIGHT,
             SLURP_EASY_SHORTLIST,
         )?;
-        let shortlist = shortlist_at(&proto, path, SHORTLIST)?;
+        let shortlist = shortlist_at(&proto, path, SHORTLIST, sight)?;
         // A rule for a network the file does not carry would be read by
         // nothing: refused, not skipped (a hand-edited key, or one left
         // behind when the network was taken out).

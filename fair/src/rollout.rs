@@ -369,7 +369,7 @@ pub fn replay(
             Ok(logits) => {
                 let mut slot = pick(&logits, rng.as_mut());
                 if let Some(list) = model.shortlist() {
-                    slot = list.pick(&logits, slot, &obs.jobs, d.jobs, d.now, d.machine.procs());
+                    slot = list.pick(&logits, slot, &obs, d.jobs, d.now, d.machine.procs());
                 }
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }

@@ -22,6 +22,12 @@
 //! (`fair/trainer/runs/v34-wide-shortlist.md`); it is there for a site's
 //! own judging.
 //!
+//! `fairshare` hands near-ties to the user with the least decayed usage
+//! among the shown jobs' users, as `fairshare` orders its queue: the
+//! shortlist reads it from the network's observation (feature 1 of v5, v7,
+//! v8 and v9: the user's place in fair-share turns), so only a network
+//! seeing one of them may have it (`model.rs` refuses the rest).
+//!
 //! The margin is in the network's own logit units, so it belongs to one
 //! network: a model file carries one per network (`model.rs`,
 //! [`crate::model::SHORTLIST`]), chosen by judging, and `slurp policy train
@@ -29,9 +35,11 @@
 
 use std::fmt;
 
-use slurp_runtime::core::Order;
+use slurp_runtime::core::{Order, float_key};
 use slurp_sim::SimJob;
 use slurp_sim::reference;
+
+use crate::observe::{FEATURES, Observation};
 
 /// A heuristic's choice among the jobs within a margin of the network's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,15 +54,28 @@ pub struct Shortlist {
 
 impl Shortlist {
     /// The orders a shortlist may hand its near-ties to: those that rank a
-    /// job by its own figures and the clock (`fairshare` ranks users by
-    /// their usage, which the shortlist has no view of).
-    pub const ORDERS: [Order; 5] = [
+    /// job by its own figures and the clock, and `fairshare`, whose ranking
+    /// of users the observation shows when it shows fair-share turns.
+    pub const ORDERS: [Order; 6] = [
         Order::Fcfs,
         Order::Sjf,
         Order::F1,
         Order::Wfp3,
         Order::Unicep,
+        Order::Fairshare,
     ];
+
+    /// Why a network seeing `sight` cannot choose through this rule, if it
+    /// cannot: `fairshare` reads the users' places in fair-share turns,
+    /// which only v5, v7, v8 and v9 show.
+    pub fn unreadable_by(&self, sight: crate::Sight) -> Option<String> {
+        (self.order == Order::Fairshare && !sight.turns()).then(|| {
+            format!(
+                "`{self}` orders near-ties by the users' places in fair-share turns, which a network seeing {} is not shown: it needs v5, v7, v8 or v9",
+                sight.name()
+            )
+        })
+    }
 
     /// `ORDER:MARGIN[:WIDE]`, as `--shortlist` and a model file write it.
     pub fn parse(text: &str) -> Result<Shortlist, String> {
@@ -104,22 +125,24 @@ impl Shortlist {
         })
     }
 
-    /// The slot to start, given the network's `logits` over the shown
-    /// `slots` (job indices into `jobs`; the logits past them are padding)
+    /// The slot to start, given the network's `logits` over the slots of
+    /// `obs` (its `jobs` index `jobs`; the logits past them are padding)
     /// and its own choice `chosen`: of the slots within the margin of
     /// `chosen`'s logit, the one the order ranks first (then the earlier
     /// job). `chosen` itself is always on the list. With a width, a
     /// `chosen` job at least that share of the `procs` the machine has
-    /// stands, and wider near-ties are left off the list.
+    /// stands, and wider near-ties are left off the list. `fairshare` ranks
+    /// a slot by its feature 1, the user's place in turns (1 first).
     pub fn pick(
         &self,
         logits: &[f32],
         chosen: usize,
-        slots: &[u32],
+        obs: &Observation,
         jobs: &[SimJob],
         now: u64,
         procs: u64,
     ) -> usize {
+        let slots = &obs.jobs[..];
         let Some(&top) = logits.get(chosen) else {
             return chosen;
         };
@@ -137,7 +160,11 @@ impl Shortlist {
             .filter(|&s| s == chosen || (logits[s] >= floor && !wide(s)))
             .min_by_key(|&s| {
                 let job = slots[s];
-                (reference::key(self.order, &jobs[job as usize], now), job)
+                let key = match self.order {
+                    Order::Fairshare => (float_key(-f64::from(obs.features[s * FEATURES])), 0),
+                    order => reference::key(order, &jobs[job as usize], now),
+                };
+                (key, job)
             })
             .unwrap_or(chosen)
     }
@@ -156,6 +183,20 @@ impl fmt::Display for Shortlist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The observation of `slots`, each row's feature 1 the given place
+    /// in fair-share turns (the rest of no matter to a shortlist).
+    fn shown(slots: &[u32], turns: &[f32]) -> Observation {
+        let features = turns
+            .iter()
+            .flat_map(|&t| std::iter::once(t).chain([0.0; FEATURES - 1]))
+            .collect();
+        Observation {
+            features,
+            mask: vec![0.0; slots.len()],
+            jobs: slots.to_vec(),
+        }
+    }
 
     fn job(submit: u64, estimate: u64, procs: u32) -> SimJob {
         SimJob {
@@ -184,18 +225,12 @@ mod tests {
         );
         assert_eq!(Shortlist::parse(&s.to_string()), Ok(s));
         assert_eq!(Shortlist::parse("sjf:0.5").unwrap().margin, 0.5);
-        for bad in [
-            "f1",
-            "f1:",
-            "f1:-1",
-            "f1:inf",
-            "f1:nan",
-            "fairshare:3",
-            "sfj:3",
-        ] {
+        for bad in ["f1", "f1:", "f1:-1", "f1:inf", "f1:nan", "easy:3", "sfj:3"] {
             assert!(Shortlist::parse(bad).is_err(), "{bad} accepted");
         }
-        assert!(Shortlist::parse("fairshare:3").unwrap_err().contains("f1"));
+        assert!(Shortlist::parse("sfj:3").unwrap_err().contains("fairshare"));
+        let fair = Shortlist::parse("fairshare:8").unwrap();
+        assert_eq!(Shortlist::parse(&fair.to_string()), Ok(fair));
 
         let wide = Shortlist::parse("f1:96:0.5").unwrap();
         assert_eq!(wide.wide, Some(0.5));
@@ -215,7 +250,7 @@ mod tests {
         // of the whole machine for 10 s.
         let jobs = [job(0, 3600, 32), job(10, 60, 2), job(20, 10, 64)];
         let logits = [4.0, 3.5, 3.2];
-        let slots = [0, 1, 2];
+        let slots = shown(&[0, 1, 2], &[1.0; 3]);
         let sjf = |wide| Shortlist {
             order: Order::Sjf,
             margin: 1.0,
@@ -243,7 +278,7 @@ mod tests {
         // and shortest; slot 2 shorter still but far below; slot 3 padding.
         let jobs = [job(0, 5000, 1), job(10, 100, 1), job(20, 10, 1)];
         let logits = [4.0, 3.5, -20.0, -1e6];
-        let slots = [0, 1, 2];
+        let slots = shown(&[0, 1, 2], &[1.0; 3]);
         let sjf = |margin| Shortlist {
             order: Order::Sjf,
             margin,
@@ -265,5 +300,40 @@ mod tests {
             .pick(&logits, 1, &slots, &jobs, 30, 64),
             0
         );
+    }
+
+    #[test]
+    fn fairshare_hands_near_ties_to_the_user_who_used_least() {
+        // Slot 0, the network's best, is of the user second in turns (1/2);
+        // slots 1 and 2, near-ties, of the user first (1), slot 3, far
+        // below, of a user third (1/3) — and the user first in turns has
+        // the longest jobs, so no job-ranking order would pick it.
+        let jobs = [
+            job(0, 60, 1),
+            job(10, 9000, 1),
+            job(20, 9000, 1),
+            job(5, 10, 1),
+        ];
+        let logits = [4.0, 3.5, 3.4, -20.0];
+        let slots = shown(&[0, 1, 2, 3], &[0.5, 1.0, 1.0, 1.0 / 3.0]);
+        let fair = |margin| Shortlist {
+            order: Order::Fairshare,
+            margin,
+            wide: None,
+        };
+        // The user first in turns, its earlier job of the two.
+        assert_eq!(fair(1.0).pick(&logits, 0, &slots, &jobs, 30, 64), 1);
+        // Outside the margin the network's choice stands.
+        assert_eq!(fair(0.1).pick(&logits, 0, &slots, &jobs, 30, 64), 0);
+        // SJF among the same near-ties keeps the network's short job.
+        let sjf = Shortlist {
+            order: Order::Sjf,
+            ..fair(1.0)
+        };
+        assert_eq!(sjf.pick(&logits, 0, &slots, &jobs, 30, 64), 0);
+        // Only a network shown the users' turns can choose through it.
+        assert!(fair(1.0).unreadable_by(crate::Sight::V4).is_some());
+        assert!(fair(1.0).unreadable_by(crate::Sight::V9).is_none());
+        assert!(sjf.unreadable_by(crate::Sight::V4).is_none());
     }
 }

@@ -1,7 +1,9 @@
 //! Shortlists (`shortlist.rs`) as a model file carries them: each network
 //! chooses through its own, in both simulation models; one whose margin is
 //! past every gap between logits is its order's schedule exactly; one
-//! with a width leaves the jobs that wide to the network; a
+//! with a width leaves the jobs that wide to the network; `fairshare`
+//! among exact ties is `fairshare`'s schedule, and is refused to a network
+//! not shown fair-share turns; a
 //! malformed one is refused naming its key; PPO's rollouts refuse a model
 //! that has one.
 
@@ -165,11 +167,47 @@ fn a_width_leaves_wide_jobs_to_the_network_in_both_models() {
 }
 
 #[test]
+fn fairshare_among_ties_is_fairshare_s_schedule_in_both_models() {
+    let workload = saturated();
+    // A network indifferent to every job, shown fair-share turns (v5).
+    let flat = by_feature(0, 0.0);
+    let seeing_turns = |notes: &[(&str, String)]| {
+        let bytes = export::actor(&flat, "v5", notes);
+        Arc::new(Model::from_bytes(std::path::Path::new("m.onnx"), &bytes, None, None).unwrap())
+    };
+    let plain = seeing_turns(&[]);
+    let fair = seeing_turns(&[(SHORTLIST, "fairshare:0".into())]);
+    for backfill in [false, true] {
+        let (slurp, reference) = orders(&fair, &workload, backfill);
+        let (h_slurp, h_reference) = heuristic(Order::Fairshare, &workload, backfill);
+        assert_ne!(
+            orders(&plain, &workload, backfill).1,
+            h_reference,
+            "the network alone is fairshare already"
+        );
+        assert_eq!(
+            reference, h_reference,
+            "reference model, backfill {backfill}"
+        );
+        // Under EASY in slurp's model the core backfills in its own order.
+        if !backfill {
+            assert_eq!(slurp, h_slurp, "slurp's model");
+        }
+    }
+}
+
+#[test]
 fn a_malformed_shortlist_is_refused_naming_its_key() {
     let main = by_feature(3, 1.0);
     for (key, value, why) in [
         (SHORTLIST, "f1", "not ORDER:MARGIN"),
-        (SHORTLIST, "fairshare:3", "not an order a shortlist can use"),
+        (SHORTLIST, "sfj:3", "not an order a shortlist can use"),
+        // A v3 network is not shown the users' places in turns.
+        (
+            SHORTLIST,
+            "fairshare:3",
+            "fair-share turns, which a network seeing v3",
+        ),
         (SHORTLIST, "f1:3:2", "not a width"),
         (COMMITTED_SHORTLIST, "f1:-2", "not a margin"),
         // A rule for a network the file does not carry: read by nothing.
