@@ -18,15 +18,18 @@
 //! leaves a user of wide jobs waiting for a drain the network had chosen to
 //! give (v33: half of what fair-v9 loses on generated workloads). Judged on
 //! fair-v9's networks for EASY it lowered the worst user cell by cell but
-//! passed no more cells, so no built-in model carries a width
-//! (`fair/trainer/runs/v34-wide-shortlist.md`); it is there for a site's
-//! own judging.
+//! passed no more cells, nor on fair-v10's (v36), so no built-in model
+//! carries a width (`fair/trainer/runs/v34-wide-shortlist.md`); it is there
+//! for a site's own judging.
 //!
 //! `fairshare` hands near-ties to the user with the least decayed usage
 //! among the shown jobs' users, as `fairshare` orders its queue: the
 //! shortlist reads it from the network's observation (feature 1 of v5, v7,
 //! v8 and v9: the user's place in fair-share turns), so only a network
-//! seeing one of them may have it (`model.rs` refuses the rest).
+//! seeing one of them may have it (`model.rs` refuses the rest). On
+//! fair-v10's committed EASY network it lost to F1's order (v37:
+//! `fair/trainer/runs/v37-fairshare-shortlist.md`), so no built-in model
+//! uses it either.
 //!
 //! The margin is in the network's own logit units, so it belongs to one
 //! network: a model file carries one per network (`model.rs`,
