@@ -274,6 +274,24 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             )));
         }
     }
+    // A rule a network cannot read (`fairshare` without fair-share turns)
+    // is refused naming its flag, not the metadata key it would be under.
+    let seeing = [
+        ("--slurp", &args.own, Some(&model)),
+        ("--slurp-easy", &args.slurp_easy, model.slurp_easy()),
+        ("--committed", &args.committed, Some(model.committed(false))),
+        (
+            "--committed-easy",
+            &args.committed_easy,
+            Some(model.committed(true)),
+        ),
+    ];
+    for (flag, asked, net) in seeing {
+        let rule = asked.and_then(|r| r.0);
+        if let Some(reason) = rule.zip(net).and_then(|(l, n)| l.unreadable_by(n.sight)) {
+            return Ok(usage(format!("{flag}: {reason}")));
+        }
+    }
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     for (key, asked) in [
         (SHORTLIST, &args.own),

@@ -518,6 +518,24 @@ fn evolve(
             if args.validate.len() == 1 { "" } else { "s" },
         );
     }
+    // A search from a shortlisted network goes on under its rule.
+    let shortlist = args.shortlist.map(|r| r.0).unwrap_or_else(|| {
+        init.as_ref()
+            .and_then(|(_, m)| searched(m, slot).shortlist())
+    });
+    // A rule the searched network cannot read (`fairshare` without
+    // fair-share turns) is refused before the search, naming the flag.
+    if let Some(reason) = shortlist.and_then(|l| l.unreadable_by(sight)) {
+        let from = if args.shortlist.is_some() {
+            "--shortlist"
+        } else {
+            "--init's shortlist"
+        };
+        return usage(format!(
+            "{from}: {reason}; give --shortlist ORDER:MARGIN or none"
+        ))
+        .map(Some);
+    }
     let opts = Options {
         shape: shape.clone(),
         sight,
@@ -533,11 +551,7 @@ fn evolve(
         },
         redraw: args.redraw,
         validation,
-        // A search from a shortlisted network goes on under its rule.
-        shortlist: args.shortlist.map(|r| r.0).unwrap_or_else(|| {
-            init.as_ref()
-                .and_then(|(_, m)| searched(m, slot).shortlist())
-        }),
+        shortlist,
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let interrupted = on_interrupt()?;

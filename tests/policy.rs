@@ -1223,7 +1223,7 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     refused(&["--slurp", "f1:3:2"]).stderr_has(&["`2` is not a width", "at most 1"]);
     refused(&["--slurp", "sfj:3"]).stderr_has(&["not an order a shortlist can use"]);
     // `fairshare` reads the users' places in turns, which v4 does not show.
-    refused(&["--slurp", "fairshare:3"]).stderr_has(&["fair-share turns", "seeing v4"]);
+    refused(&["--slurp", "fairshare:3"]).stderr_has(&["--slurp: `fairshare:3`", "seeing v4"]);
     // A name that is neither a file nor built in is told the built-in
     // names, as `--policy` and `--init` are.
     let test = Test::new().args(&[

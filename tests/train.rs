@@ -1446,6 +1446,16 @@ fn a_search_plays_and_writes_its_shortlist_and_keeps_the_other_networks_own() {
     assert_eq!(again.committed(true).shortlist(), rule("sjf:1e9"));
     let (dropped, ..) = search_from(&listed_bytes, &["--shortlist", "none"]);
     assert_eq!(dropped.committed(true).shortlist(), None);
+
+    // A rule the searched network cannot read is refused before any
+    // search, naming the flag: `fairshare` reads fair-share turns, which
+    // v4 does not show.
+    let test = small_search("x.onnx", "1", &["--shortlist", "fairshare:3"]);
+    test.run().invalid().stderr_has(&[
+        "--shortlist: `fairshare:3`",
+        "a network seeing v4 is not shown",
+    ]);
+    assert!(!test.path().join("x.onnx").exists());
 }
 
 /// The built-in fair-v6 is what its card's recipe assembles: fair-v5's
@@ -1642,8 +1652,8 @@ fn fair_v8_is_fair_v7_with_the_networks_for_easy_its_card_names() {
     let Some(rebuilt) = rebuilt_by_copies(
         "fair-v7",
         &[
-            ("slurp.committed.easy", "v29-committed-easy.onnx"),
-            ("slurp.easy", "v30-slurp-easy.onnx"),
+            ("slurp.committed.easy", RUNS, "v29-committed-easy.onnx", &[]),
+            ("slurp.easy", RUNS, "v30-slurp-easy.onnx", &[]),
         ],
         "fair-v8",
     ) else {
@@ -1670,7 +1680,7 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
 
     let Some(rebuilt) = rebuilt_by_copies(
         "fair-v8",
-        &[("slurp.easy", "v31-slurp-easy.onnx")],
+        &[("slurp.easy", RUNS, "v31-slurp-easy.onnx", &[])],
         "fair-v9",
     ) else {
         return;
@@ -1701,32 +1711,20 @@ fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
         }
     }
 
-    if !python_has("numpy, onnx") {
-        eprintln!("skipped rebuilding fair-v10: needs python3 with numpy and onnx");
+    let Some(rebuilt) = rebuilt_by_copies(
+        "fair-v9",
+        &[(
+            "slurp.committed.easy",
+            BUILT,
+            "fair-v9.onnx",
+            &["--observation", "v9"],
+        )],
+        "fair-v10",
+    ) else {
         return;
-    }
-    let shipped = repo.join("stdlib/policies/fair-v10.onnx");
-    let trained = provenance(&shipped);
-    assert!(trained.starts_with("fair-v10: fair-v9"), "{trained}");
-    let test = Test::new();
-    let base = repo.join("stdlib/policies/fair-v9.onnx");
-    let out = test.path().join("v10.onnx");
-    let source = format!("{}:slurp.committed.easy:1", base.display());
-    let args: [&std::ffi::OsStr; 8] = [
-        base.as_os_str(),
-        out.as_os_str(),
-        "slurp.committed.easy".as_ref(),
-        source.as_ref(),
-        "--observation".as_ref(),
-        "v9".as_ref(),
-        "--trained".as_ref(),
-        trained.as_ref(),
-    ];
-    if !model_tool("ensemble.py", &args) {
-        return;
-    }
+    };
     assert!(
-        std::fs::read(out).unwrap() == std::fs::read(&shipped).unwrap(),
+        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v10.onnx")).unwrap(),
         "the card's recipe does not give fair-v10"
     );
 }
@@ -1789,11 +1787,20 @@ fn assert_replaced(
     }
 }
 
+/// Where a recipe's searched networks are kept, and the built-in models.
+const RUNS: &str = "fair/trainer/runs";
+const BUILT: &str = "stdlib/policies";
+
 /// The bytes a model card's recipe gives: the built-in model `base` with
-/// each `(KEY, RUN)` network copied in turn from `fair/trainer/runs/RUN`
-/// (`ensemble.py`, one source each), the first copy carrying the shipped
-/// `name`'s provenance. `None`, having said why, without numpy and onnx.
-fn rebuilt_by_copies(base: &str, copies: &[(&str, &str)], name: &str) -> Option<Vec<u8>> {
+/// each `(KEY, DIR, FILE, MORE)` network copied in turn from `DIR/FILE`
+/// (`ensemble.py`, one source each, with the options `MORE`), the first
+/// copy carrying the shipped `name`'s provenance. `None`, having said why,
+/// without numpy and onnx.
+fn rebuilt_by_copies(
+    base: &str,
+    copies: &[(&str, &str, &str, &[&str])],
+    name: &str,
+) -> Option<Vec<u8>> {
     if !python_has("numpy, onnx") {
         eprintln!("skipped rebuilding {name}: needs python3 with numpy and onnx");
         return None;
@@ -1803,18 +1810,16 @@ fn rebuilt_by_copies(base: &str, copies: &[(&str, &str)], name: &str) -> Option<
     assert!(trained.starts_with(&format!("{name}: {base}")), "{trained}");
     let test = Test::new();
     let mut from = repo.join(format!("stdlib/policies/{base}.onnx"));
-    for (step, (key, run)) in copies.iter().enumerate() {
+    for (step, (key, dir, file, more)) in copies.iter().enumerate() {
         let out = test.path().join(format!("step{step}.onnx"));
-        let source = format!(
-            "{}:{key}:1",
-            repo.join("fair/trainer/runs").join(run).display()
-        );
+        let source = format!("{}:{key}:1", repo.join(dir).join(file).display());
         let mut args: Vec<&std::ffi::OsStr> = vec![
             from.as_os_str(),
             out.as_os_str(),
             key.as_ref(),
             source.as_ref(),
         ];
+        args.extend(more.iter().map(std::ffi::OsStr::new));
         if step == 0 {
             args.extend([
                 std::ffi::OsStr::new("--trained"),

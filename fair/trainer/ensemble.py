@@ -78,7 +78,8 @@ def main():
     ap.add_argument("sources", nargs="+", help="MODEL.onnx:KEY[:WEIGHT]")
     ap.add_argument("--trained", help="the result's provenance (`slurp.trained`, which `slurp policy "
                     "judge` and the model card quote) in place of BASE's")
-    ap.add_argument("--observation", choices=[f"v{n}" for n in range(2, 10)],
+    # slurp's site-independent observations (fair/src/model.rs, `Sight`; there is no v6).
+    ap.add_argument("--observation", choices=["v2", "v3", "v4", "v5", "v7", "v8", "v9"],
                     help="the observation the result sees in place of its sources' (weights unchanged)")
     args = ap.parse_args()
     parts, seeing = [], None
