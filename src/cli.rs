@@ -103,7 +103,9 @@ struct RunArgs {
     /// in: fair-v8 with its network for real `+easy` runs searched again;
     /// the learned one to run with `+easy`), `fair-v10` (built in: fair-v9
     /// seeing its users' predicted runs in RLScheduler's model under EASY;
-    /// real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
+    /// real runs as fair-v9's), `fair-v11` (built in: fair-v10 reserving
+    /// what it waits for under EASY in RLScheduler's model within half the
+    /// longest estimate; real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

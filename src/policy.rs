@@ -37,7 +37,8 @@ pub enum PolicyCommand {
     Train(crate::train::TrainArgs),
     /// Give each of a model's networks a shortlist, or take it away: of the
     /// jobs whose logit is within MARGIN of the network's choice, ORDER's
-    /// first starts (judge the result before using it)
+    /// first starts; and a horizon for the choices it keeps under EASY
+    /// (judge the result before using it)
     Shortlist(ShortlistArgs),
 }
 
@@ -49,7 +50,7 @@ pub struct ShortlistArgs {
     /// Where to write the model with its new shortlists
     #[arg(short, long, value_name = "OUT.onnx")]
     output: PathBuf,
-    /// Take away every shortlist the model has first
+    /// Take away every shortlist the model has, and its horizon, first
     #[arg(long)]
     clear: bool,
     /// The model's own network (slurp's model and real runs without
@@ -70,12 +71,31 @@ pub struct ShortlistArgs {
     /// Its network for the reference model's committed choices under EASY
     #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     committed_easy: Option<crate::train::Rule>,
+    /// For its network for the reference model's committed choices under
+    /// EASY: pass over a job it would wait for whose reservation begins
+    /// more than SHARE × the longest estimate among the running and
+    /// waiting jobs away, for its best that begins sooner (fair-v11: 0.5),
+    /// or `none`
+    #[arg(long, value_name = "SHARE", value_parser = horizon_arg)]
+    horizon: Option<HorizonArg>,
+}
+
+/// `--horizon`: a share, or `none`.
+#[derive(Debug, Clone, Copy)]
+pub struct HorizonArg(Option<slurp_fair::horizon::Horizon>);
+
+fn horizon_arg(text: &str) -> Result<HorizonArg, String> {
+    if text == "none" {
+        Ok(HorizonArg(None))
+    } else {
+        slurp_fair::horizon::Horizon::parse(text).map(|h| HorizonArg(Some(h)))
+    }
 }
 
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v10` or MODEL.onnx
+    /// `fair-v11` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -233,7 +253,8 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
 /// rewritten, checked by loading them before they are written.
 fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::model::{
-        COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST, SLURP_EASY_SHORTLIST,
+        COMMITTED_EASY_HORIZON, COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST,
+        SLURP_EASY_SHORTLIST,
     };
     let file = match slurp_fair::spec::Source::of(&args.model).read() {
         Ok(file) => file,
@@ -267,6 +288,11 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             "committed choices under EASY",
         ),
     ];
+    if args.horizon.is_some() && !model.carries(true) {
+        return Ok(usage(format!(
+            "--horizon: {name} carries no network of its own for committed choices under EASY, the only choices a horizon applies to"
+        )));
+    }
     for (flag, asked, has, what) in carried {
         if asked.is_some() && !has {
             return Ok(usage(format!(
@@ -305,9 +331,14 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             None => {}
         }
     }
+    match args.horizon {
+        Some(HorizonArg(h)) => set.push((COMMITTED_EASY_HORIZON, h.map(|h| h.to_string()))),
+        None if args.clear => set.push((COMMITTED_EASY_HORIZON, None)),
+        None => {}
+    }
     if set.is_empty() {
         return Ok(usage(
-            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), or --clear",
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon (SHARE or none), or --clear",
         ));
     }
     let written = match slurp_fair::export::renoted(&file.bytes, &set) {
@@ -342,7 +373,10 @@ fn shortlists(m: &Model) -> String {
             rule(m.committed(true))
         ));
     }
-    format!("shortlists: {}", parts.join("; "))
+    let horizon = m.committed(true).horizon().map_or(String::new(), |h| {
+        format!("; horizon {h}× the longest estimate for choices kept under EASY")
+    });
+    format!("shortlists: {}{horizon}", parts.join("; "))
 }
 
 impl JudgeArgs {
@@ -906,6 +940,9 @@ fn networks_header(net: &Model) -> String {
     let listed = |m: &Model| {
         m.shortlist()
             .map_or(String::new(), |l| format!(", shortlist {l}"))
+            + &m.horizon().map_or(String::new(), |h| {
+                format!(", reservations within {h}× the longest estimate")
+            })
     };
     let seeing = |m: &Model| {
         let sees = if m.sight == net.sight {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
+use slurp_fair::horizon::Horizon;
 use slurp_fair::judge;
 use slurp_fair::model;
 use slurp_fair::shortlist::Shortlist;
@@ -82,6 +83,10 @@ struct Keep {
     committed: Option<Net>,
     easy: Option<Net>,
     slurp_easy: Option<Net>,
+    /// The horizon of the start's network for committed choices under
+    /// EASY: the network written there keeps it, and a search of that
+    /// network plays under it.
+    horizon: Option<Horizon>,
 }
 
 /// Which backfilling a search's cells replay.
@@ -552,6 +557,7 @@ fn evolve(
         redraw: args.redraw,
         validation,
         shortlist,
+        horizon: keep.horizon.filter(|_| slot == Slot::Easy),
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let interrupted = on_interrupt()?;
@@ -812,6 +818,7 @@ fn write_searched(
             }
         });
     let listed = |key: &'static str, list: Option<Shortlist>| list.map(|l| (key, l.to_string()));
+    let easy_written = easy.is_some();
     for (net, easy) in [(committed, false), (easy, true)] {
         if let Some((layers, seeing, list)) = net {
             notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
@@ -826,6 +833,12 @@ fn write_searched(
     if let Some((layers, seeing, list)) = slurp_easy {
         notes.extend(slurp_fair::export::slurp_easy_notes(&layers, seeing));
         notes.extend(listed(model::SLURP_EASY_SHORTLIST, list));
+    }
+    if easy_written {
+        notes.extend(
+            keep.horizon
+                .map(|h| (model::COMMITTED_EASY_HORIZON, h.to_string())),
+        );
     }
     let (main, main_sight, list) = main.expect("the searched network or the start's own");
     notes.extend(listed(model::SHORTLIST, list));
@@ -904,6 +917,7 @@ fn searched(m: &Model, slot: Slot) -> &Model {
 /// What a search for `slot` from `m` keeps of it; why it cannot start
 /// from it.
 fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
+    let horizon = m.committed(true).horizon();
     let own = |easy: bool| {
         m.committed_layers(easy).map(|layers| {
             (
@@ -933,6 +947,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed: own(false),
                 easy: if m.carries(true) { own(true) } else { None },
                 slurp_easy: slurp_easy.filter(|_| args.backfill == Backfilling::None),
+                horizon,
             });
         }
         if m.has_committed() || slurp_easy.is_some() {
@@ -965,6 +980,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed: own(false),
             easy: if m.carries(true) { own(true) } else { None },
             slurp_easy: None,
+            horizon,
         },
         // The network for no backfilling keeps serving it; EASY's is searched.
         (Slot::Easy, _) => Keep {
@@ -972,6 +988,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             main: main.clone(),
             easy: None,
             slurp_easy,
+            horizon,
         },
         // EASY keeps the network it had: its own, the shared one, or the
         // model's.
@@ -980,6 +997,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             main,
             committed: None,
             slurp_easy,
+            horizon,
         },
         // One network searched for both modes.
         _ => {
@@ -993,6 +1011,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed: None,
                 easy: None,
                 slurp_easy,
+                horizon,
             }
         }
     })

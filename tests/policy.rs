@@ -440,7 +440,7 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
     assert!(!test.path().join("order").exists(), "a task ran");
 }
 
-/// Every built-in model (`fair`, `fair-v2` … `fair-v10`) is a policy a
+/// Every built-in model (`fair`, `fair-v2` … `fair-v11`) is a policy a
 /// nested entry may name, alone or `+easy`, as `--policy` may: the file is
 /// valid, and the entry's instance starts its tasks in the order the same
 /// model gives that level from the command line, not FCFS's.
@@ -454,6 +454,7 @@ fn a_nested_entry_can_name_any_built_in_model() {
     }
     for policy in [
         "fair-v10+easy",
+        "fair-v11+easy",
         "fair-v9+easy",
         "fair-v8",
         "fair-v7",
@@ -1229,13 +1230,113 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     let test = Test::new().args(&[
         "policy",
         "shortlist",
-        "fair-v11",
+        "fair-v12",
         "-o",
         "out.onnx",
         "--clear",
     ]);
     test.run()
         .invalid()
-        .stderr_has(&["fair-v11", "nor is it a built-in model", "fair-v10"]);
+        .stderr_has(&["fair-v12", "nor is it a built-in model", "fair-v11"]);
     assert!(!test.path().join("out.onnx").exists());
+}
+
+/// The window of `gen:quiet:6` where fair-v10, under EASY in RLScheduler's
+/// model, chose a job of the whole machine that could not start for a day
+/// and kept it: meanwhile the oldest jobs backfilled, and a light user's
+/// two jobs of seconds waited 19 hours. fair-v11 is fair-v10 with a horizon
+/// (half the longest estimate in sight): it passes over that choice, and
+/// that user's worst-off mean falls to near F1's. The horizon is read
+/// nowhere else: without backfilling, and in slurp's own model, the two
+/// schedule alike.
+#[test]
+fn fair_v11_does_not_keep_a_choice_reserved_a_day_ahead_under_easy() {
+    let sim = |model: &str, policies: &str| -> Vec<f64> {
+        let run = Test::new()
+            .args(&[
+                "sim",
+                "gen:quiet:6",
+                "--model",
+                model,
+                "--window",
+                "7303:1024",
+                "--policy",
+                policies,
+                "--json",
+            ])
+            .run()
+            .success();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        doc["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                p["summary"]["worst_user_bounded_slowdown"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let easy = sim("reference", "f1+easy,fair-v10+easy,fair-v11+easy");
+    let (f1, v10, v11) = (easy[0], easy[1], easy[2]);
+    assert!(v10 > 4.0 * f1, "fair-v10 kept the far choice: {easy:?}");
+    assert!(v11 < 1.1 * f1, "fair-v11 passed it over: {easy:?}");
+    for (model, policies) in [
+        ("reference", "fair-v10,fair-v11"),
+        ("slurp", "fair-v10+easy,fair-v11+easy"),
+        ("slurp", "fair-v10,fair-v11"),
+    ] {
+        let both = sim(model, policies);
+        assert_eq!(both[0], both[1], "{model} {policies}");
+    }
+}
+
+/// `--horizon` gives a model's network for choices kept under EASY its
+/// horizon, `none` takes it away (as `--clear` does); it is refused, naming
+/// the flag and writing nothing, for a model without such a network, and
+/// for a share that is not positive.
+#[test]
+fn policy_shortlist_sets_and_takes_away_a_horizon() {
+    let set = |model: &str, args: &[&str]| {
+        let mut all = vec!["policy", "shortlist", model, "-o", "out.onnx"];
+        all.extend_from_slice(args);
+        let test = Test::new().args(&all);
+        let run = test.run();
+        let out = test.path().join("out.onnx");
+        (run, out.exists().then(|| std::fs::read(out).unwrap()))
+    };
+    let (run, bytes) = set("fair-v10", &["--horizon", "0.25"]);
+    let run = run.success();
+    assert!(
+        run.stderr
+            .contains("horizon 0.25× the longest estimate for choices kept under EASY"),
+        "{}",
+        run.stderr
+    );
+    let test = Test::new().file("h.onnx", bytes.unwrap());
+    let model = slurp_fair::Model::load(&test.path().join("h.onnx"), None).unwrap();
+    assert_eq!(model.committed(true).horizon().map(|h| h.share), Some(0.25));
+    // Not on any other network.
+    assert_eq!(model.horizon(), None);
+    assert_eq!(model.committed(false).horizon(), None);
+    for away in [&["--horizon", "none"][..], &["--clear"]] {
+        let (run, bytes) = set("fair-v11", away);
+        run.success();
+        let test = Test::new().file("h.onnx", bytes.unwrap());
+        let model = slurp_fair::Model::load(&test.path().join("h.onnx"), None).unwrap();
+        assert_eq!(model.committed(true).horizon(), None, "{away:?}");
+    }
+    // fair-v4 has one network for committed choices in both modes.
+    let (run, bytes) = set("fair-v4", &["--horizon", "0.5"]);
+    run.invalid().stderr_has(&[
+        "--horizon",
+        "no network of its own for committed choices under EASY",
+    ]);
+    assert!(bytes.is_none());
+    for bad in ["0", "inf", "soon"] {
+        let (run, bytes) = set("fair-v10", &["--horizon", bad]);
+        run.invalid().stderr_has(&["is not a horizon"]);
+        assert!(bytes.is_none(), "{bad}");
+    }
 }

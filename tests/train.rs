@@ -615,6 +615,46 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
     assert_ne!(slurps.layers(), start.layers());
 }
 
+/// A search from a model whose network for choices kept under EASY has a
+/// horizon (fair-v11) writes that network with it: searched (it played
+/// under the horizon, `fair/tests/horizon.rs`), or kept while another is.
+#[test]
+fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
+    let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
+    let v11 = slurp_fair::built_in("fair-v11").unwrap();
+    for (out, more) in [
+        (
+            "easy.onnx",
+            ["--sim-model", "reference", "--backfill", "easy"],
+        ),
+        ("slurp.onnx", ["--sim-model", "slurp", "--backfill", "easy"]),
+    ] {
+        let mut args = vec!["--init", "fair-v11"];
+        args.extend_from_slice(&more);
+        let test = small_search(out, "1", &args);
+        let run = test.run().success();
+        let written = load(&test.path().join(out));
+        assert_eq!(
+            written.committed(true).horizon().map(|h| h.share),
+            Some(0.5),
+            "{more:?}"
+        );
+        assert!(
+            run.stdout
+                .contains("reservations within 0.5× the longest estimate"),
+            "{}",
+            run.stdout
+        );
+        // Which network the search changed.
+        let easy_searched = more[1] == "reference";
+        assert_eq!(
+            written.committed_layers(true) != v11.committed_layers(true),
+            easy_searched,
+            "{more:?}"
+        );
+    }
+}
+
 #[test]
 fn a_search_on_slurps_model_with_easy_alone_trains_a_network_for_it() {
     let fair_v4 = concat!(env!("CARGO_MANIFEST_DIR"), "/stdlib/policies/fair-v4.onnx");
@@ -840,10 +880,10 @@ fn a_site_search_can_start_from_a_built_in_model_by_name() {
     }
     let searched = |m: &slurp_fair::Model| m.slurp_easy().unwrap().layers();
     assert_eq!(searched(&named), searched(&filed));
-    let test = small_search("x.onnx", "1", &["--init", "fair-v11"]);
+    let test = small_search("x.onnx", "1", &["--init", "fair-v12"]);
     test.run()
         .invalid()
-        .stderr_has(&["fair-v11", "nor is it a built-in model: fair, fair-v2"]);
+        .stderr_has(&["fair-v12", "nor is it a built-in model: fair, fair-v2"]);
 }
 
 /// The built-in fair-v5 is what the model card's recipe assembles:
@@ -1726,6 +1766,40 @@ fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
     assert!(
         rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v10.onnx")).unwrap(),
         "the card's recipe does not give fair-v10"
+    );
+}
+
+/// fair-v11 is fair-v10 with a horizon of 0.5 for its network for choices
+/// kept under EASY (`horizon.rs`): every network and every shortlist is
+/// fair-v10's, and only that network has a horizon. The card's recipe,
+/// `slurp policy shortlist fair-v10 --horizon 0.5`, rebuilds the shipped
+/// file byte for byte.
+#[test]
+fn fair_v11_is_fair_v10_with_a_horizon_for_choices_kept_under_easy() {
+    let repo = common::repo();
+    let v11 = slurp_fair::built_in("fair-v11").unwrap();
+    let v10 = slurp_fair::built_in("fair-v10").unwrap();
+    assert_eq!(networks(&v11), networks(&v10));
+    assert_eq!(v11.committed(true).horizon().map(|h| h.share), Some(0.5));
+    assert_eq!(v10.committed(true).horizon(), None);
+    for other in [&v11, v11.committed(false), v11.slurp_easy().unwrap()] {
+        assert_eq!(other.horizon(), None);
+    }
+
+    let test = Test::new().args(&[
+        "policy",
+        "shortlist",
+        "fair-v10",
+        "--horizon",
+        "0.5",
+        "-o",
+        "fair-v11.onnx",
+    ]);
+    test.run().success();
+    assert!(
+        std::fs::read(test.path().join("fair-v11.onnx")).unwrap()
+            == std::fs::read(repo.join("stdlib/policies/fair-v11.onnx")).unwrap(),
+        "the card's recipe does not give fair-v11"
     );
 }
 

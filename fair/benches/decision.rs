@@ -72,6 +72,7 @@ fn decisions(c: &mut Criterion) {
                     queue: &mut queue,
                     started: &started,
                     starts: &starts,
+                    running: &[],
                 };
                 let obs = observe(&d, &model.normalisers, &mut users);
                 let logits = model.logits(&obs).expect("runs");

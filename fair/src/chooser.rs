@@ -343,6 +343,8 @@ impl Chooser for Learned {
             queue: &mut whole,
             started: &self.started,
             starts: &self.starts,
+            // Not read by the slots: no reservation is asked for.
+            running: &[],
         };
         debug_assert_eq!(
             slots,

@@ -57,6 +57,7 @@ use cmaes::{CMAESOptions, DVector};
 use slurp_sim::{Metrics, Model as SimModel, Window, Workload};
 
 use crate::export::{self, Dense};
+use crate::horizon::Horizon;
 use crate::judge::{self, Cell, KINDS};
 use crate::observe::FEATURES;
 use crate::shortlist::Shortlist;
@@ -451,6 +452,9 @@ pub struct Options {
     /// The rule the searched network chooses through (`shortlist.rs`): it
     /// plays every window under it, and is written with it.
     pub shortlist: Option<Shortlist>,
+    /// The horizon it keeps its choices within, when it is searched for
+    /// committed choices under EASY (`horizon.rs`): it plays under it.
+    pub horizon: Option<Horizon>,
 }
 
 impl Options {
@@ -461,7 +465,7 @@ impl Options {
             .iter()
             .map(|s| (crate::model::SHORTLIST, s.to_string()))
             .collect();
-        model_seeing(self.sight, &self.shape, params, &notes)
+        model_seeing(self.sight, &self.shape, params, &notes).map(|m| m.with_horizon(self.horizon))
     }
 }
 

@@ -13,6 +13,8 @@
 //!   is one (checked against tract at load);
 //! - [`shortlist`]: a heuristic's choice among the jobs a network ranks
 //!   near its best (a model's rule per network);
+//! - [`horizon`]: a kept choice under EASY passed over when its
+//!   reservation lies too far ahead;
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`export`]: a per-slot MLP written as ONNX, the trainer's graph;
@@ -29,6 +31,7 @@
 pub mod chooser;
 pub mod evolve;
 pub mod export;
+pub mod horizon;
 pub mod judge;
 pub mod kept;
 pub mod mlp;
@@ -66,9 +69,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v9`: fair-v8 with its network for slurp's model and real
 ///   `+easy` runs searched again;
 /// - `fair-v10`: fair-v9 whose network for committed choices under EASY
-///   sees v9 (its users' predicted runs), its weights unchanged.
+///   sees v9 (its users' predicted runs), its weights unchanged;
+/// - `fair-v11`: fair-v10 whose choices kept under EASY are reserved
+///   within half the longest estimate in sight (`horizon.rs`).
 ///
-/// None of fair-v2 … fair-v10 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v11 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -93,6 +98,7 @@ pub(crate) fn built_in_bytes(
     const V8: &[u8] = include_bytes!("../../stdlib/policies/fair-v8.onnx");
     const V9: &[u8] = include_bytes!("../../stdlib/policies/fair-v9.onnx");
     const V10: &[u8] = include_bytes!("../../stdlib/policies/fair-v10.onnx");
+    const V11: &[u8] = include_bytes!("../../stdlib/policies/fair-v11.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -104,6 +110,7 @@ pub(crate) fn built_in_bytes(
         "fair-v8" => (V8, None, "fair-v8.onnx"),
         "fair-v9" => (V9, None, "fair-v9.onnx"),
         "fair-v10" => (V10, None, "fair-v10.onnx"),
+        "fair-v11" => (V11, None, "fair-v11.onnx"),
         _ => return None,
     })
 }

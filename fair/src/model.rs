@@ -21,7 +21,11 @@
 //! model, where the head is chosen again at every instant, uses the graph
 //! itself, and under EASY the network [`SLURP_EASY`] names when the model
 //! carries one (its observation in [`SLURP_EASY_SIGHT`]): real `+easy` runs
-//! schedule there. Tools that only read ONNX see an ordinary policy network.
+//! schedule there. Each network may choose through a shortlist
+//! (`shortlist.rs`, metadata [`SHORTLIST`] and its kin), and the one for
+//! committed choices under EASY within a horizon (`horizon.rs`,
+//! [`COMMITTED_EASY_HORIZON`]). Tools that only read ONNX see an ordinary
+//! policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +34,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tract_onnx::prelude::*;
 
+use crate::horizon::Horizon;
 use crate::mlp::SlotMlp;
 use crate::observe::{FEATURES, Normalisers, Observation, PADDING, SLOTS};
 use crate::shortlist::Shortlist;
@@ -57,6 +62,14 @@ pub enum ModelError {
     /// A shortlist (metadata `key`) that is not `ORDER:MARGIN[:WIDE]`.
     #[error("{path}: its shortlist (metadata `{key}`) cannot be used: {reason}")]
     Shortlist {
+        path: PathBuf,
+        key: String,
+        reason: String,
+    },
+    /// A horizon (metadata `key`) that is not a positive share, or that
+    /// has no network for committed choices under EASY to apply to.
+    #[error("{path}: its horizon (metadata `{key}`) cannot be used: {reason}")]
+    Horizon {
         path: PathBuf,
         key: String,
         reason: String,
@@ -252,6 +265,10 @@ pub const COMMITTED_EASY_SHORTLIST: &str = "slurp.committed.easy.shortlist";
 /// The same for its network for slurp's model under EASY.
 pub const SLURP_EASY_SHORTLIST: &str = "slurp.easy.shortlist";
 
+/// The metadata key of the horizon its network for committed choices
+/// under EASY keeps its choices within (`horizon.rs`), when it has one.
+pub const COMMITTED_EASY_HORIZON: &str = "slurp.committed.easy.horizon";
+
 /// The shortlist under metadata `key`, if the model has one there, for
 /// the network there, which sees `sight`.
 fn shortlist_at(
@@ -310,6 +327,9 @@ pub struct Model {
     slurp_easy: Option<Arc<Model>>,
     /// The heuristic its near-ties go to, when it has one.
     shortlist: Option<Shortlist>,
+    /// How far ahead a choice it keeps under EASY may be reserved, when
+    /// it is a network for such choices and has a horizon.
+    horizon: Option<Horizon>,
 }
 
 impl Clone for Model {
@@ -324,6 +344,7 @@ impl Clone for Model {
             committed_easy: self.committed_easy.clone(),
             slurp_easy: self.slurp_easy.clone(),
             shortlist: self.shortlist,
+            horizon: self.horizon,
         }
     }
 }
@@ -338,6 +359,7 @@ fn carried(
     key: &str,
     sight_key: &str,
     shortlist_key: &str,
+    horizon: Option<Horizon>,
 ) -> Result<Option<Arc<Model>>, ModelError> {
     let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
         return Ok(None);
@@ -375,6 +397,7 @@ fn carried(
     let bytes = crate::export::actor(&layers, own.name(), &[]);
     let mut model = Model::from_bytes(path, &bytes, None, None)?;
     model.shortlist = shortlist_at(proto, path, shortlist_key, own)?;
+    model.horizon = horizon;
     Ok(Some(Arc::new(model)))
 }
 
@@ -472,7 +495,19 @@ impl Model {
             COMMITTED,
             COMMITTED_SIGHT,
             COMMITTED_SHORTLIST,
+            None,
         )?;
+        let horizon_bad = |reason: String| ModelError::Horizon {
+            path: path.to_owned(),
+            key: COMMITTED_EASY_HORIZON.to_owned(),
+            reason,
+        };
+        let horizon = proto
+            .metadata_props
+            .iter()
+            .find(|p| p.key == COMMITTED_EASY_HORIZON)
+            .map(|p| Horizon::parse(&p.value).map_err(horizon_bad))
+            .transpose()?;
         let committed_easy = carried(
             &proto,
             path,
@@ -480,7 +515,13 @@ impl Model {
             COMMITTED_EASY,
             COMMITTED_EASY_SIGHT,
             COMMITTED_EASY_SHORTLIST,
+            horizon,
         )?;
+        if horizon.is_some() && committed_easy.is_none() {
+            return Err(horizon_bad(format!(
+                "the model carries no `{COMMITTED_EASY}` network for it to apply to (the horizon is for choices kept under EASY); remove the key, or add the network"
+            )));
+        }
         let slurp_easy = carried(
             &proto,
             path,
@@ -488,6 +529,7 @@ impl Model {
             SLURP_EASY,
             SLURP_EASY_SIGHT,
             SLURP_EASY_SHORTLIST,
+            None,
         )?;
         let shortlist = shortlist_at(&proto, path, SHORTLIST, sight)?;
         // A rule for a network the file does not carry would be read by
@@ -522,6 +564,7 @@ impl Model {
             committed_easy,
             slurp_easy,
             shortlist,
+            horizon: None,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -652,6 +695,20 @@ impl Model {
     /// it has one.
     pub fn shortlist(&self) -> Option<Shortlist> {
         self.shortlist
+    }
+
+    /// How far ahead a choice this network keeps under EASY may be
+    /// reserved (`horizon.rs`), when it has a horizon.
+    pub fn horizon(&self) -> Option<Horizon> {
+        self.horizon
+    }
+
+    /// This network keeping its choices under EASY within `horizon`: a
+    /// search of the network for such choices plays it alone, as the
+    /// model's own.
+    pub fn with_horizon(mut self, horizon: Option<Horizon>) -> Model {
+        self.horizon = horizon;
+        self
     }
 
     /// Whether any of its networks chooses through a shortlist.

@@ -373,6 +373,7 @@ mod tests {
             queue: &mut queue,
             started: &[0],
             starts: &[10, 0, 0],
+            running: &[0],
         };
         let obs = observe(&d, &NORM, &mut Users::default());
         assert_eq!(
@@ -425,6 +426,7 @@ mod tests {
             queue: &mut queue,
             started: &[],
             starts: &[0; 200],
+            running: &[],
         };
         let obs = observe(&d, &NORM, &mut Users::default());
         assert_eq!(obs.jobs.len(), SLOTS);

@@ -343,7 +343,8 @@ fn episode(
 /// `sample: Some(seed)` a slot drawn from its distribution, the same draws
 /// for the same seed and window. A model that carries a network for
 /// committed choices ([`Model::committed`], one for each backfilling mode
-/// or one for both) decides with it here.
+/// or one for both) decides with it here, under EASY within its horizon
+/// when it has one (`horizon.rs`).
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -367,9 +368,18 @@ pub fn replay(
         let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
-                let mut slot = pick(&logits, rng.as_mut());
-                if let Some(list) = model.shortlist() {
-                    slot = list.pick(&logits, slot, &obs, d.jobs, d.now, d.machine.procs());
+                let mut choose = |logits: &[f32]| {
+                    let slot = pick(logits, rng.as_mut());
+                    match model.shortlist() {
+                        Some(list) => {
+                            list.pick(logits, slot, &obs, d.jobs, d.now, d.machine.procs())
+                        }
+                        None => slot,
+                    }
+                };
+                let mut slot = choose(&logits);
+                if let Some(horizon) = model.horizon().filter(|_| backfill) {
+                    slot = horizon.keep(d, &obs, &logits, slot, choose);
                 }
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])
             }

@@ -181,6 +181,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         redraw: None,
         validation: None,
         shortlist: None,
+        horizon: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -365,6 +366,7 @@ fn short_search() -> evolve::Options {
         redraw: None,
         validation: None,
         shortlist: None,
+        horizon: None,
     }
 }
 

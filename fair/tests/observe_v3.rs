@@ -65,6 +65,7 @@ fn a_long_queue_shows_the_oldest_job_and_each_users_earliest() {
         queue: &mut queue,
         started: &[],
         starts: &[],
+        running: &[],
     };
     let earliest = |user: i64| {
         (0..300u32)

@@ -33,6 +33,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v8",
     "fair-v9",
     "fair-v10",
+    "fair-v11",
 ];
 
 /// The closest known name to a misspelt one, if any is close.

@@ -59,6 +59,8 @@ pub struct Decision<'a> {
     /// for the started ones).
     pub started: &'a [u32],
     pub starts: &'a [u64],
+    /// The jobs running now, in no particular order.
+    pub running: &'a [u32],
 }
 
 impl Decision<'_> {
@@ -66,17 +68,72 @@ impl Decision<'_> {
     pub fn fits(&self, j: u32) -> bool {
         self.machine.nodes_for(self.jobs[j as usize].procs) <= self.free_nodes
     }
+
+    /// When each job could start if the running jobs ended at their
+    /// estimates: the shadow time EASY would reserve for it.
+    pub fn reservations(&self) -> Reservations {
+        Reservations::new(
+            self.now,
+            self.free_nodes,
+            self.running.iter().map(|&r| {
+                let job = &self.jobs[r as usize];
+                (
+                    self.starts[r as usize] + job.estimate,
+                    self.machine.nodes_for(job.procs),
+                )
+            }),
+        )
+    }
+}
+
+/// The running jobs' estimated ends, earliest first, and the whole nodes
+/// each frees: from when a job that does not fit now would fit, which is
+/// the shadow time EASY reserves for the job it waits for.
+#[derive(Debug, Clone)]
+pub struct Reservations {
+    now: u64,
+    free: u32,
+    ends: Vec<(u64, u32)>,
+}
+
+impl Reservations {
+    /// `free` whole nodes free at `now`, and each running job's estimated
+    /// end and nodes (a stable sort by end keeps the order of equal ones).
+    pub fn new(now: u64, free: u32, ends: impl Iterator<Item = (u64, u32)>) -> Reservations {
+        let mut ends: Vec<(u64, u32)> = ends.collect();
+        ends.sort_by_key(|&(end, _)| end);
+        Reservations { now, free, ends }
+    }
+
+    /// The time from which `nodes` whole nodes are free: `now` if they are
+    /// now, else the first estimated end by which the running jobs' nodes
+    /// make them up (the last end if they never do). An end estimated
+    /// before `now` (a job running past its estimate) is what EASY
+    /// reserves by, so it is kept.
+    pub fn start(&self, nodes: u32) -> u64 {
+        let mut free = self.free;
+        if free >= nodes {
+            return self.now;
+        }
+        let mut shadow = self.now;
+        for &(end, freed) in &self.ends {
+            free += freed;
+            shadow = end;
+            if free >= nodes {
+                break;
+            }
+        }
+        shadow
+    }
 }
 
 struct Sim<'a> {
-    /// Submit, run, estimate, processors of the window's jobs.
+    /// Submit, run, estimate of the window's jobs.
     submit: &'a [u64],
     run: &'a [u64],
     estimate: &'a [u64],
-    procs: &'a [u32],
     /// Whole nodes each job takes.
     nodes: Vec<u32>,
-    procs_per_node: u64,
     free: u32,
     now: u64,
     /// The next job of the window to arrive.
@@ -132,18 +189,22 @@ impl Sim<'_> {
     /// Waits until `chosen` fits, backfilling meanwhile what fits now and
     /// ends (by its estimate) strictly before the shadow time.
     fn wait_backfilling(&mut self, chosen: u32) {
+        // The reference sorts its running list in place: which of two jobs
+        // ending at the same second is released first depends on it.
         let mut running = std::mem::take(&mut self.running);
         running.sort_by_key(|&r| self.starts[r as usize] + self.estimate[r as usize]);
         self.running = running;
-        let mut shadow = self.now;
-        let mut free = self.free as u64 * self.procs_per_node;
-        for &r in &self.running {
-            free += self.nodes[r as usize] as u64 * self.procs_per_node;
-            shadow = self.starts[r as usize] + self.estimate[r as usize];
-            if free >= self.procs[chosen as usize] as u64 {
-                break;
-            }
-        }
+        let shadow = Reservations::new(
+            self.now,
+            self.free,
+            self.running.iter().map(|&r| {
+                (
+                    self.starts[r as usize] + self.estimate[r as usize],
+                    self.nodes[r as usize],
+                )
+            }),
+        )
+        .start(self.nodes[chosen as usize]);
         while !self.fits(chosen) {
             let mut queue = std::mem::take(&mut self.queue);
             queue.sort_by_key(|&j| self.submit[j as usize]);
@@ -272,15 +333,12 @@ pub fn run_choosing(
         column(|j| j.run),
         column(|j| j.estimate),
     );
-    let procs: Vec<u32> = jobs.iter().map(|j| j.procs).collect();
     let machine = workload.machine;
     let mut sim = Sim {
         submit: &submit,
         run: &run,
         estimate: &estimate,
-        procs: &procs,
-        nodes: procs.iter().map(|&p| machine.nodes_for(p)).collect(),
-        procs_per_node: machine.procs_per_node as u64,
+        nodes: jobs.iter().map(|j| machine.nodes_for(j.procs)).collect(),
         free: machine.nodes,
         now: submit.first().copied().unwrap_or(0),
         next: 0,
@@ -303,6 +361,7 @@ pub fn run_choosing(
             queue: &mut sim.queue,
             started: &sim.order,
             starts: &sim.starts,
+            running: &sim.running,
         });
         if !sim.fits(chosen) {
             if backfill {
