@@ -485,6 +485,9 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "slurp_easy_shortlist": rule(net.slurp_easy()),
             "committed_shortlist": rule(net.carries(false).then(|| net.committed(false))),
             "committed_easy_shortlist": rule(net.carries(true).then(|| net.committed(true))),
+            // The horizon of its choices kept under EASY (a share of the
+            // longest estimate in sight), null where it has none.
+            "committed_easy_horizon": net.committed(true).horizon().map(|h| h.share),
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,

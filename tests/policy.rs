@@ -1290,6 +1290,28 @@ fn fair_v11_does_not_keep_a_choice_reserved_a_day_ahead_under_easy() {
         let both = sim(model, policies);
         assert_eq!(both[0], both[1], "{model} {policies}");
     }
+    // The judge says which model has one, in its JSON as in its header.
+    for (model, horizon) in [
+        ("fair-v11", serde_json::json!(0.5)),
+        ("fair-v10", serde_json::Value::Null),
+    ] {
+        let run = Test::new()
+            .args(&[
+                "policy",
+                "judge",
+                model,
+                "gen:small:1:3000",
+                "--samples",
+                "1",
+                "--len",
+                "128",
+                "--json",
+            ])
+            .run()
+            .success();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(doc["committed_easy_horizon"], horizon, "{model}");
+    }
 }
 
 /// `--horizon` gives a model's network for choices kept under EASY its
