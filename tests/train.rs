@@ -1923,3 +1923,120 @@ fn provenance(model: &std::path::Path) -> String {
     );
     String::from_utf8(read.stdout).unwrap()
 }
+
+/// `long.py` judges models on long replays as `slurp sim` reports them:
+/// each row's ratio is the model's worst user's bounded slowdown over the
+/// fairest heuristic's on the same replay, the counts are the check's, and
+/// slurp's own refusal (a model missing) is passed on, not a traceback.
+#[test]
+fn the_long_replay_tool_reports_slurps_own_replays() {
+    if !python_has("json") {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let long = |args: &[&str]| {
+        let out = std::process::Command::new("python3")
+            .arg(common::repo().join("fair/trainer/long.py"))
+            .arg("--slurp")
+            .arg(common::binary())
+            .arg("--traces")
+            .arg(dir.path())
+            .args(["--set", "generated", "--seeds", "1", "--jobs", "1500"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, _, err) = long(&["/nonexistent/m.onnx"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("/nonexistent/m.onnx") && !err.contains("Traceback"),
+        "{err}"
+    );
+
+    let model = common::repo().join("stdlib/policies/fair-v4.onnx");
+    let model = model.to_str().unwrap();
+    let (code, out, err) = long(&["--backfill", "easy", model]);
+    assert_eq!(code, Some(0), "{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("gen:")).collect();
+    assert_eq!(rows.len(), 5, "{out}");
+    // The small family's row, recomputed from slurp's own replay.
+    let row = rows
+        .iter()
+        .find(|l| l.starts_with("gen:small:1:1500 "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let sim = std::process::Command::new(common::binary())
+        .args(["sim", "gen:small:1:1500", "--json", "--policy"])
+        .arg(format!(
+            "fcfs+easy,sjf+easy,f1+easy,fairshare+easy,fair:{model}+easy"
+        ))
+        .output()
+        .unwrap();
+    assert!(sim.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let worst = |p: &serde_json::Value| {
+        p["summary"]["worst_user_bounded_slowdown"]
+            .as_f64()
+            .unwrap()
+    };
+    let policies = json["policies"].as_array().unwrap();
+    let (heuristics, learned): (Vec<_>, Vec<_>) = policies
+        .iter()
+        .partition(|p| !p["policy"].as_str().unwrap().starts_with("fair:"));
+    assert_eq!((heuristics.len(), learned.len()), (4, 1));
+    let fairest = heuristics
+        .iter()
+        .min_by(|a, b| worst(a).total_cmp(&worst(b)))
+        .unwrap();
+    let ratio = worst(learned[0]) / worst(fairest);
+    let name = fairest["policy"].as_str().unwrap();
+    let name = if name == "easy" {
+        "fcfs"
+    } else {
+        name.trim_end_matches("+easy")
+    };
+    let fields: Vec<&str> = row.split('|').collect();
+    assert!(
+        fields[1].split_whitespace().next() == Some(name),
+        "{row}: {name}"
+    );
+    let printed: f64 = fields[2]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((printed - ratio).abs() < 0.0006, "{row}: {ratio}");
+    // The counts, from the rows (a cell won is within 1%; rounding aside).
+    let ratios: Vec<f64> = rows
+        .iter()
+        .map(|l| {
+            l.split('|')
+                .nth(2)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let counts = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("fair-v4: won "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let within = ratios.iter().filter(|&&r| r <= 1.01).count();
+    assert!(
+        counts.contains(&format!(" within {within} ")) && counts.contains(" of 5; "),
+        "{counts}: {ratios:?}"
+    );
+    let won: usize = counts["  fair-v4: won ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(won <= within, "{counts}");
+}
