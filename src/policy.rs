@@ -138,6 +138,13 @@ pub struct JudgeArgs {
     /// within 1.1× the best (in every draw)
     #[arg(long)]
     check: bool,
+    /// Instead of random windows, replay each workload (or --within's
+    /// span) whole, cut into N consecutive stretches (1: in one piece):
+    /// months of a trace, where a backlog can last weeks, as a site replays
+    /// its own (slow on a trace whose whole-node queue runs deep in the
+    /// reference model: minutes a stretch of RICC)
+    #[arg(long, value_name = "N", conflicts_with_all = ["samples", "len", "draws", "min_bsld"])]
+    stretches: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -395,6 +402,7 @@ impl JudgeArgs {
             json: false,
             why: false,
             check: false,
+            stretches: None,
         }
     }
 }
@@ -414,8 +422,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             .file_name()
             .map_or(args.model.clone(), |n| n.to_string_lossy().into_owned())
     };
-    if args.samples == 0 || args.len == 0 || args.draws == 0 {
-        return Ok(usage("--samples, --len and --draws: at least 1"));
+    if args.samples == 0 || args.len == 0 || args.draws == 0 || args.stretches == Some(0) {
+        return Ok(usage(
+            "--samples, --len, --draws and --stretches: at least 1",
+        ));
     }
     if !args.min_bsld.is_finite() {
         return Ok(usage(format!(
@@ -446,14 +456,24 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
         let mut cells: Vec<(Cell, Option<judge::Why>)> = Vec::new();
         for (path, workload, within) in &workloads {
             let room = within.map_or(workload.jobs.len(), |w| w.len);
-            let draw = slurp_sim::window::Draw {
-                count: args.samples,
-                len: args.len.min(room),
-                seed,
-                within: *within,
-                min_bsld: args.min_bsld,
+            let windows = match args.stretches {
+                Some(n) => {
+                    let span = within.unwrap_or(Window {
+                        start: 0,
+                        len: workload.jobs.len(),
+                    });
+                    span.stretches(n)
+                }
+                None => slurp_sim::window::Draw {
+                    count: args.samples,
+                    len: args.len.min(room),
+                    seed,
+                    within: *within,
+                    min_bsld: args.min_bsld,
+                }
+                .windows(workload, |_| true),
             };
-            let windows = match draw.windows(workload, |_| true) {
+            let windows = match windows {
                 Ok(w) => w,
                 Err(e) => return Ok(usage(format!("{}: {e}", path.display()))),
             };
@@ -488,6 +508,9 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             // The horizon of its choices kept under EASY (a share of the
             // longest estimate in sight), null where it has none.
             "committed_easy_horizon": net.committed(true).horizon().map(|h| h.share),
+            // Consecutive stretches of each workload (`--stretches`) in
+            // place of random windows; null for windows.
+            "stretches": args.stretches,
             "samples": args.samples,
             "len": args.len,
             "seed": args.seed,
@@ -587,6 +610,23 @@ impl JudgedDraw {
 }
 
 /// One draw's table: every policy's figures per cell, and the verdict.
+/// What each workload was replayed as: random windows, or consecutive
+/// stretches.
+fn replays(args: &JudgeArgs, seed: u64) -> String {
+    let span = args
+        .within
+        .as_deref()
+        .map_or(String::new(), |w| format!(" (jobs {w})"));
+    match args.stretches {
+        Some(1) => format!("each workload{span} whole, in one replay"),
+        Some(n) => format!("each workload{span} whole, in {n} consecutive stretches"),
+        None => format!(
+            "{} windows of {} jobs a workload (seed {seed})",
+            args.samples, args.len
+        ),
+    }
+}
+
 fn write_table(
     out: &mut impl std::io::Write,
     net: &Model,
@@ -597,12 +637,10 @@ fn write_table(
     use slurp_fair::judge;
     writeln!(
         out,
-        "{label} (observation {}{}) on {} windows of {} jobs a workload (seed {}); worst user's mean bounded slowdown, average in brackets\n",
+        "{label} (observation {}{}) on {}; worst user's mean bounded slowdown, average in brackets\n",
         net.sight.name(),
         networks_header(net),
-        args.samples,
-        args.len,
-        draw.seed
+        replays(args, draw.seed),
     )?;
     let rivals: Vec<&str> = judge::RIVALS.iter().map(|o| o.name()).collect();
     writeln!(

@@ -1157,6 +1157,99 @@ fn judging_on_several_draws_gives_each_seeds_own_verdicts() {
         .stderr_has(&["--draws", "at least 1"]);
 }
 
+/// `--stretches N` replays each workload (or `--within`'s span) whole, in N
+/// consecutive stretches, instead of drawing windows: each cell's figures
+/// are the means of what `slurp sim --window` gives for those stretches,
+/// the table says what was replayed, and the options that draw windows are
+/// refused beside it.
+#[test]
+fn judging_on_consecutive_stretches_replays_the_whole_workload() {
+    let trace = "gen:small:1:3000";
+    let doc = judge_json(&["fair-v4", trace, "--stretches", "3"]);
+    assert_eq!(doc["stretches"], 3);
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    // Stretches 0:1000, 1000:1000 and 2000:1000, each replayed by F1 and
+    // the model in the cell's simulation model and backfilling.
+    let replayed = |model: &str, plus: &str, window: &str| -> (f64, f64) {
+        let policies = format!("f1{plus},fair-v4{plus}");
+        let run = Test::new()
+            .args(&["sim", trace, "--model", model, "--window", window])
+            .args(&["--policy", &policies, "--json"])
+            .run()
+            .success();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let of = |i: usize| worst(&doc["policies"][i]["summary"]);
+        (of(0), of(1))
+    };
+    for cell in cells {
+        let model = cell["model"].as_str().unwrap();
+        let plus = if cell["backfill"] == true {
+            "+easy"
+        } else {
+            ""
+        };
+        let (mut f1, mut own) = (0.0, 0.0);
+        for window in ["0:1000", "1000:1000", "2000:1000"] {
+            let (a, b) = replayed(model, plus, window);
+            f1 += a / 3.0;
+            own += b / 3.0;
+        }
+        let rival = cell["rivals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["policy"] == format!("f1{plus}"))
+            .unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+        assert!(
+            close(worst(rival), f1),
+            "{model}{plus}: F1 {} vs {f1}",
+            worst(rival)
+        );
+        assert!(close(worst(&cell["learned"]), own), "{model}{plus}: model");
+    }
+    // A span in one replay, and the table's header.
+    Test::new()
+        .args(&[
+            "policy",
+            "judge",
+            "fair-v4",
+            trace,
+            "--stretches",
+            "1",
+            "--within",
+            "1000..",
+        ])
+        .run()
+        .success()
+        .stdout_has(&["on each workload (jobs 1000..) whole, in one replay;"]);
+    Test::new()
+        .args(&[
+            "policy",
+            "judge",
+            "fair-v4",
+            trace,
+            "--stretches",
+            "2",
+            "--samples",
+            "5",
+        ])
+        .run()
+        .invalid()
+        .stderr_has(&["--stretches", "--samples"]);
+    Test::new()
+        .args(&["policy", "judge", "fair-v4", trace, "--stretches", "0"])
+        .run()
+        .invalid()
+        .stderr_has(&["--stretches", "at least 1"]);
+    Test::new()
+        .args(&["policy", "judge", "fair-v4", trace, "--stretches", "4000"])
+        .run()
+        .invalid()
+        .stderr_has(&["cannot be cut into 4000 stretches"]);
+}
+
 #[test]
 fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     use slurp_fair::export::{self, Dense};

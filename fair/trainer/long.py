@@ -18,6 +18,10 @@ model, with or without EASY, by FCFS, SJF, F1, `fairshare` and each model:
   to months of each machine), whole.
 - `archive`: NASA-iPSC, lublin_256 and lublin-aaroh, whole.
 
+`slurp policy judge MODEL TRACE --stretches N` judges one model the same way without Python,
+each cell the mean over N consecutive stretches (both simulation models at once); this script
+keeps a cell a stretch and sets several models side by side.
+
 Each row is a cell and its fairest heuristic; each model's column is its worst user's bounded
 slowdown over the fairest heuristic's, then its average over the best heuristic's. The counts
 are the check's: won (worst user at least 1% below every heuristic's), within 1% of the

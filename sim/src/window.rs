@@ -71,6 +71,24 @@ impl Window {
         Ok(window)
     }
 
+    /// This window cut into `n` consecutive stretches of (nearly) equal
+    /// length, in order, covering every job once.
+    pub fn stretches(&self, n: usize) -> Result<Vec<Window>, String> {
+        if n == 0 || n > self.len {
+            return Err(format!(
+                "{self} cannot be cut into {n} stretches (1 to {} of its jobs)",
+                self.len
+            ));
+        }
+        let edge = |i: usize| self.start + i * self.len / n;
+        Ok((0..n)
+            .map(|i| Window {
+                start: edge(i),
+                len: edge(i + 1) - edge(i),
+            })
+            .collect())
+    }
+
     /// Whether the two share a job.
     pub fn overlaps(&self, other: &Window) -> bool {
         self.start < other.start + other.len && other.start < self.start + self.len
@@ -248,6 +266,23 @@ mod tests {
         assert!(Window::parse("5:0").is_err());
         assert!(Window { start: 5, len: 5 }.check(10).is_ok());
         assert!(Window { start: 6, len: 5 }.check(10).is_err());
+    }
+
+    #[test]
+    fn stretches_cover_a_window_in_order_once() {
+        let w = Window {
+            start: 100,
+            len: 10,
+        };
+        let parts = w.stretches(3).unwrap();
+        assert_eq!(
+            parts.iter().map(|p| (p.start, p.len)).collect::<Vec<_>>(),
+            [(100, 3), (103, 3), (106, 4)]
+        );
+        assert_eq!(w.stretches(1).unwrap(), [w]);
+        assert_eq!(w.stretches(10).unwrap().len(), 10);
+        assert!(w.stretches(0).is_err());
+        assert!(w.stretches(11).unwrap_err().contains("100:10"));
     }
 
     #[test]
