@@ -1209,43 +1209,24 @@ fn judging_on_consecutive_stretches_replays_the_whole_workload() {
         );
         assert!(close(worst(&cell["learned"]), own), "{model}{plus}: model");
     }
+    // `slurp policy judge fair-v4 TRACE --stretches ARGS...`.
+    let stretched = |args: &[&str]| {
+        Test::new()
+            .args(&["policy", "judge", "fair-v4", trace, "--stretches"])
+            .args(args)
+            .run()
+    };
     // A span in one replay, and the table's header.
-    Test::new()
-        .args(&[
-            "policy",
-            "judge",
-            "fair-v4",
-            trace,
-            "--stretches",
-            "1",
-            "--within",
-            "1000..",
-        ])
-        .run()
+    stretched(&["1", "--within", "1000.."])
         .success()
         .stdout_has(&["on each workload (jobs 1000..) whole, in one replay;"]);
-    Test::new()
-        .args(&[
-            "policy",
-            "judge",
-            "fair-v4",
-            trace,
-            "--stretches",
-            "2",
-            "--samples",
-            "5",
-        ])
-        .run()
+    stretched(&["2", "--samples", "5"])
         .invalid()
         .stderr_has(&["--stretches", "--samples"]);
-    Test::new()
-        .args(&["policy", "judge", "fair-v4", trace, "--stretches", "0"])
-        .run()
+    stretched(&["0"])
         .invalid()
         .stderr_has(&["--stretches", "at least 1"]);
-    Test::new()
-        .args(&["policy", "judge", "fair-v4", trace, "--stretches", "4000"])
-        .run()
+    stretched(&["4000"])
         .invalid()
         .stderr_has(&["cannot be cut into 4000 stretches"]);
 }
