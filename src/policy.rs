@@ -143,7 +143,7 @@ pub struct JudgeArgs {
     /// months of a trace, where a backlog can last weeks, as a site replays
     /// its own (slow on a trace whose whole-node queue runs deep in the
     /// reference model: minutes a stretch of RICC)
-    #[arg(long, value_name = "N", conflicts_with_all = ["samples", "len", "draws", "min_bsld"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["samples", "len", "seed", "draws", "min_bsld"])]
     stretches: Option<usize>,
 }
 
@@ -511,9 +511,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             // Consecutive stretches of each workload (`--stretches`) in
             // place of random windows; null for windows.
             "stretches": args.stretches,
-            "samples": args.samples,
-            "len": args.len,
-            "seed": args.seed,
+            // The random windows' draw; null for stretches, which have none.
+            "samples": args.stretches.is_none().then_some(args.samples),
+            "len": args.stretches.is_none().then_some(args.len),
+            "seed": args.stretches.is_none().then_some(args.seed),
             "passed": passed,
         });
         let fields = |d: &JudgedDraw| {
@@ -609,7 +610,6 @@ impl JudgedDraw {
     }
 }
 
-/// One draw's table: every policy's figures per cell, and the verdict.
 /// What each workload was replayed as: random windows, or consecutive
 /// stretches.
 fn replays(args: &JudgeArgs, seed: u64) -> String {
@@ -627,6 +627,7 @@ fn replays(args: &JudgeArgs, seed: u64) -> String {
     }
 }
 
+/// One draw's table: every policy's figures per cell, and the verdict.
 fn write_table(
     out: &mut impl std::io::Write,
     net: &Model,

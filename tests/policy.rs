@@ -1167,6 +1167,10 @@ fn judging_on_consecutive_stretches_replays_the_whole_workload() {
     let trace = "gen:small:1:3000";
     let doc = judge_json(&["fair-v4", trace, "--stretches", "3"]);
     assert_eq!(doc["stretches"], 3);
+    // No windows were drawn, so no draw is named.
+    for key in ["samples", "len", "seed"] {
+        assert!(doc[key].is_null(), "{key}: {}", doc[key]);
+    }
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4);
     // Stretches 0:1000, 1000:1000 and 2000:1000, each replayed by F1 and
@@ -1220,9 +1224,11 @@ fn judging_on_consecutive_stretches_replays_the_whole_workload() {
     stretched(&["1", "--within", "1000.."])
         .success()
         .stdout_has(&["on each workload (jobs 1000..) whole, in one replay;"]);
-    stretched(&["2", "--samples", "5"])
-        .invalid()
-        .stderr_has(&["--stretches", "--samples"]);
+    for drawn in ["--samples", "--seed"] {
+        stretched(&["2", drawn, "5"])
+            .invalid()
+            .stderr_has(&["--stretches", drawn]);
+    }
     stretched(&["0"])
         .invalid()
         .stderr_has(&["--stretches", "at least 1"]);
