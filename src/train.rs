@@ -137,6 +137,19 @@ pub struct TrainArgs {
     /// that only fits the training windows is not the one kept
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     validate: Vec<PathBuf>,
+    /// evolve: also replay these traces whole, each cut into --stretches
+    /// consecutive stretches, as cells of their own beside the windows: long
+    /// replays, where a backlog builds for weeks and an idle machine costs
+    /// days (windows of 1,024 jobs never show it). TRACE@SPAN replays jobs
+    /// SPAN only (`RICC-2010-2.swf.xz@..160000`; FROM..TO, FROM.. or ..TO,
+    /// shares such as `..50%` too); TRACE alone, its training span. With
+    /// --validate they count in keeping and confirming as well. Costly: an
+    /// 80,000-job stretch is a second or more a network
+    #[arg(long, value_name = "TRACE[@SPAN]", num_args = 1..)]
+    long: Vec<String>,
+    /// evolve, with --long: stretches each long trace is cut into
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    stretches: usize,
     /// evolve, with --init and --validate: judge the network found and the
     /// start on N more draws of the validation traces' windows (other
     /// seeds); unless the one found has the lower mean loss there, the
@@ -359,6 +372,13 @@ fn evolve(
         Ok(stages) => stages,
         Err(e) => return usage(e).map(Some),
     };
+    let long = match long_stages(args, split) {
+        Ok(long) => long,
+        Err(e) => return usage(e).map(Some),
+    };
+    // Counted apart from the windows in what is said and written.
+    let stretches: usize = long.iter().map(|(_, _, parts)| parts.len()).sum();
+    let stages = stages.into_iter().chain(long.iter().cloned()).collect();
     // Validation traces: drawn as the training ones are, never searched on.
     let mut checks = Vec::new();
     for path in &args.validate {
@@ -391,7 +411,11 @@ fn evolve(
         None => args.windows,
     };
     let confirming = (confirm > 0 && args.init.is_some()).then(|| checks.clone());
-    let checks = match windows_of(args, checks, &args.validate, split, args.seed, checking) {
+    // The long stretches are kept by as well: a network that loses them
+    // must not be kept for its windows.
+    let checks: Vec<_> = match windows_of(args, checks, &args.validate, split, args.seed, checking)
+    {
+        Ok(checks) if !checks.is_empty() => checks.into_iter().chain(long.clone()).collect(),
         Ok(checks) => checks,
         Err(e) => return usage(e).map(Some),
     };
@@ -510,17 +534,32 @@ fn evolve(
         shape.params(),
         shape.hidden,
         sight.name(),
-        arena.windows(),
+        arena.windows() - stretches,
         args.traces.len(),
         if args.traces.len() == 1 { "" } else { "s" },
         args.seconds,
     );
+    if !long.is_empty() {
+        eprintln!(
+            "and on {} whole in {} consecutive stretches each (long replays)",
+            long.iter()
+                .map(|(name, _, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.stretches
+        );
+    }
     if let Some(check) = &validation {
         eprintln!(
-            "keeping the generation mean with the lowest loss on {} windows of {} validation trace{} (never searched on)",
-            check.windows(),
+            "keeping the generation mean with the lowest loss on {} windows of {} validation trace{} (never searched on){}",
+            check.windows() - stretches,
             args.validate.len(),
             if args.validate.len() == 1 { "" } else { "s" },
+            if long.is_empty() {
+                ""
+            } else {
+                " and the long replays"
+            },
         );
     }
     // A search from a shortlisted network goes on under its rule.
@@ -634,7 +673,10 @@ fn evolve(
             for i in 1..=confirm as u64 {
                 let seed = args.seed.wrapping_add(i);
                 match windows_of(args, raw.clone(), &args.validate, split, seed, checking) {
-                    Ok(stages) => draws.push(Arena::of_kinds(stages, &kinds)),
+                    Ok(stages) => draws.push(Arena::of_kinds(
+                        stages.into_iter().chain(long.clone()).collect(),
+                        &kinds,
+                    )),
                     Err(e) => return usage(e).map(Some),
                 }
             }
@@ -663,9 +705,18 @@ fn evolve(
         _ => None,
     };
     let how = format!(
-        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
+        "evolved by slurp policy train (CMA-ES, hidden {:?}, seed {}{}{}{}{}{}{}{}{}) on {} windows of the first {split} of: {}; training loss {:.4} after {} generations{}",
         shape.hidden,
         args.seed,
+        if long.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", with long replays of {} in {} stretches each",
+                args.long.join(", "),
+                args.stretches
+            )
+        },
         opts.shortlist.map_or(String::new(), |l| format!(
             ", choosing through shortlist {l}"
         )),
@@ -701,7 +752,7 @@ fn evolve(
             Models::Slurp => ", slurp's model only",
             Models::Reference => ", the reference model only",
         },
-        arena.windows(),
+        arena.windows() - stretches,
         args.traces
             .iter()
             .map(|t| t.to_string_lossy())
@@ -899,6 +950,37 @@ fn windows_of(
                     .map_err(|e| format!("{name}: {e}"))?
             }
         };
+        stages.push((name, workload, windows));
+    }
+    Ok(stages)
+}
+
+/// `--long`'s traces, each a stage of its own (named `TRACE@FROM..TO`)
+/// whose windows are its span cut into `args.stretches` consecutive
+/// stretches; without `@SPAN`, the training span (`0..split`).
+#[allow(clippy::type_complexity)]
+fn long_stages(
+    args: &TrainArgs,
+    split: &str,
+) -> Result<Vec<(String, slurp_sim::Workload, Vec<Window>)>, String> {
+    if !args.long.is_empty() && args.stretches == 0 {
+        return Err("--stretches: at least 1 stretch a long trace".to_owned());
+    }
+    let mut stages = Vec::new();
+    for text in &args.long {
+        // A file whose name holds `@` is read whole.
+        let (path, span) = match text.rsplit_once('@') {
+            Some((path, span)) if !Path::new(text).exists() => (path, span.to_owned()),
+            _ => (text.as_str(), format!("0..{split}")),
+        };
+        let workload = slurp_sim::Workload::read(Path::new(path))
+            .map_err(|e| format!("--long {text}: {e}"))?;
+        let span = Window::parse_span(&span, workload.jobs.len())
+            .map_err(|e| format!("--long {text}: {e}"))?;
+        let windows = span
+            .stretches(args.stretches)
+            .map_err(|e| format!("--long {text}: --stretches {}: {e}", args.stretches))?;
+        let name = format!("{path}@{}..{}", span.start, span.start + span.len);
         stages.push((name, workload, windows));
     }
     Ok(stages)

@@ -2040,3 +2040,66 @@ fn the_long_replay_tool_reports_slurps_own_replays() {
         .unwrap();
     assert!(won <= within, "{counts}");
 }
+
+#[test]
+fn long_replays_are_cells_of_their_own_in_the_search_and_in_keeping() {
+    // Slurp's model without backfilling: one cell for the windows, one for
+    // the long replay cut in two stretches.
+    let test = small_search(
+        "long.onnx",
+        "1",
+        &[
+            "--hidden",
+            "2",
+            "--sim-model",
+            "slurp",
+            "--backfill",
+            "none",
+            "--long",
+            "gen:small:1:3000@..2000",
+            "--stretches",
+            "2",
+            "--validate",
+            "gen:mid:2:3000",
+        ],
+    );
+    let run = test.run().success();
+    run.stderr_has(&[
+        "on 2 windows of the first 75% of 1 trace",
+        "and on gen:small:1:3000@0..2000 whole in 2 consecutive stretches each (long replays)",
+        "lowest loss on 2 windows of 1 validation trace (never searched on) and the long replays",
+        " of 2 cells won",
+    ]);
+    let bytes = std::fs::read(test.path().join("long.onnx")).unwrap();
+    let said = b"with long replays of gen:small:1:3000@..2000 in 2 stretches each";
+    assert!(bytes.windows(said.len()).any(|w| w == said));
+    // Without a span, the training span (the first 75% of 3,000 jobs).
+    small_search(
+        "whole.onnx",
+        "1",
+        &["--hidden", "2", "--long", "gen:small:1:3000"],
+    )
+    .run()
+    .success()
+    .stderr_has(&["gen:small:1:3000@0..2250 whole in 4 consecutive stretches"]);
+    // What cannot be replayed is refused before any search.
+    for (more, said) in [
+        (&["--long", "nope.swf"][..], "--long nope.swf"),
+        (
+            &["--long", "gen:small:1:3000@5000.."][..],
+            "the workload has 3000 jobs",
+        ),
+        (
+            &["--long", "gen:small:1:3000@..10", "--stretches", "20"][..],
+            "cannot be cut into 20 stretches",
+        ),
+        (
+            &["--long", "gen:small:1:3000", "--stretches", "0"][..],
+            "--stretches: at least 1",
+        ),
+    ] {
+        let refused = small_search("r.onnx", "1", more);
+        refused.run().invalid().stderr_has(&[said]);
+        assert!(!refused.path().join("r.onnx").exists());
+    }
+}

@@ -16,6 +16,8 @@ model, with or without EASY, by FCFS, SJF, F1, `fairshare` and each model:
 - `ricc-whole`: all of RICC's five months in one replay (held-out weeks included).
 - `generated`: each generated family at `--seeds` with `--jobs` jobs (30,000 by default: weeks
   to months of each machine), whole.
+- `deep`: the `deep` family (RICC's machine, user count and share of serial jobs, load 0.87 in surges
+  of days) at `--seeds` with `--jobs` jobs, whole: backlogs of weeks on workloads no model saw.
 - `archive`: NASA-iPSC, lublin_256 and lublin-aaroh, whole.
 
 `slurp policy judge MODEL TRACE --stretches N` judges one model the same way without Python,
@@ -52,6 +54,8 @@ def cells(args):
     if args.set == "archive":
         return [(t, t, None) for t in ("NASA-iPSC-1993-3.1-cln.swf", "lublin_256.swf", "lublin-aaroh.swf")]
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.set == "deep":
+        return [(f"gen:deep:{s}:{args.jobs}", f"gen:deep:{s}:{args.jobs}", None) for s in seeds]
     return [(f"gen:{f}:{s}:{args.jobs}", f"gen:{f}:{s}:{args.jobs}", None) for f in FAMILIES for s in seeds]
 
 
@@ -79,8 +83,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slurp", default="target/release/slurp")
     ap.add_argument("--traces", default="../shared/traces", help="where the trace files are")
-    ap.add_argument("--set", choices=["ricc-training", "ricc-held-out", "ricc-whole", "generated", "archive"], required=True)
-    ap.add_argument("--seeds", default="740,741,742", help="the generated families' seeds, for `--set generated`")
+    ap.add_argument("--set", choices=["ricc-training", "ricc-held-out", "ricc-whole", "generated", "deep", "archive"], required=True)
+    ap.add_argument("--seeds", default="740,741,742", help="the generated families' seeds, for `--set generated` or `deep`")
     ap.add_argument("--jobs", type=int, default=30000, help="jobs of each generated trace")
     ap.add_argument("--model", choices=["slurp", "reference"], default="slurp",
                     help="the simulation model (the reference model's whole-node queue on RICC grows "

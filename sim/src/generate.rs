@@ -4,7 +4,8 @@
 //! the same spec and seed give the same trace (ChaCha8 draws; the floating-point
 //! functions are the platform's, so another libm could move a rounding).
 //!
-//! - **Sizes**: a serial job with probability 0.24; otherwise log2 of the
+//! - **Sizes**: a serial job with probability 0.24 (the spec's `serial`);
+//!   otherwise log2 of the
 //!   size is drawn from a two-stage uniform (0.86 of it between 0.8 and
 //!   log2(N) − 2.5, the rest up to log2(N)), rounded to a power of two with
 //!   probability 0.75. A *wide* user's jobs take the upper stage only.
@@ -17,13 +18,19 @@
 //!   limit they give many of their jobs whatever their length (Tsafrir et
 //!   al.: estimates are modal, often the queue's maximum); a job that
 //!   reaches its estimate is killed there.
-//! - **Users**: activity follows Zipf (a few heavy users, many light ones);
+//! - **Users**: activity follows Zipf, exponent 1.2 unless the spec says
+//!   (a few heavy users, many light ones);
 //!   each submits in sessions of similar jobs a few seconds to minutes
 //!   apart, bursty users in long ones.
 //! - **Arrivals**: sessions come at a rate that follows the hour of the day
 //!   (peak at 14:00, trough at 02:00) and is lower at weekends, scaled so
 //!   that the offered load (Σ run × size over cores × span) is the one
-//!   asked for.
+//!   asked for. With a `surge`, each day's activity is also scaled by a
+//!   log-normal factor of that spread, correlated from day to day (AR(1),
+//!   0.6), so that some days offer several times what the machine can do
+//!   and a backlog outlives them — RICC's regime (its daily load: median
+//!   0.72, one day in ten 1.75 or more, its worst 4.3). The factors come
+//!   from their own stream: a spec without a surge draws as before.
 //!
 //! [`Family`] names the presets the trainer and its judge draw from, from
 //! tens to thousands of cores and from quiet to saturated.
@@ -47,6 +54,13 @@ pub struct Spec {
     pub wide: f64,
     /// Share of users who submit in long bursts.
     pub bursty: f64,
+    /// Share of jobs (of users who are not wide) on one processor.
+    pub serial: f64,
+    /// Exponent of the users' Zipf activity (higher: heavier heavy users).
+    pub zipf: f64,
+    /// Spread (log-normal σ) of each day's activity; 0: every day alike
+    /// but for the daily and weekly cycle.
+    pub surge: f64,
 }
 
 /// The presets: machines from 64 to 4,096 processors, loads from quiet to
@@ -63,15 +77,23 @@ pub enum Family {
     Saturated,
     /// 128 × 8 processors, 64 users, load 0.4.
     Quiet,
+    /// RICC's machine, user count, load and share of serial sessions
+    /// (1,024 × 8 processors, 176 users, 0.87, 77%), the load in surges of
+    /// several days (some offering three or four times the machine), so
+    /// that a backlog outlives the days that built it. Meant for long
+    /// replays (`gen:deep:SEED:40000` spans more than a year), not
+    /// 1,024-job windows.
+    Deep,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Small,
         Family::Mid,
         Family::Large,
         Family::Saturated,
         Family::Quiet,
+        Family::Deep,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +103,7 @@ impl Family {
             Family::Large => "large",
             Family::Saturated => "saturated",
             Family::Quiet => "quiet",
+            Family::Deep => "deep",
         }
     }
 
@@ -92,6 +115,11 @@ impl Family {
             Family::Large => (512, 8, 128, 0.7, 0.25, 0.1),
             Family::Saturated => (32, 8, 32, 1.0, 0.1, 0.2),
             Family::Quiet => (128, 8, 64, 0.4, 0.1, 0.1),
+            Family::Deep => (1024, 8, 176, 0.87, 0.1, 0.3),
+        };
+        let (serial, zipf, surge) = match self {
+            Family::Deep => (0.77, 1.2, 0.7),
+            _ => (0.24, 1.2, 0.0),
         };
         Spec {
             nodes,
@@ -101,6 +129,9 @@ impl Family {
             load,
             wide,
             bursty,
+            serial,
+            zipf,
+            surge,
         }
     }
 }
@@ -152,9 +183,9 @@ struct Draft {
     session: usize,
 }
 
-fn size(rng: &mut ChaCha8Rng, procs: u32, wide: bool) -> u32 {
+fn size(rng: &mut ChaCha8Rng, procs: u32, wide: bool, serial: f64) -> u32 {
     let top = (procs as f64).log2();
-    if !wide && rng.random::<f64>() < 0.24 || top < 1.0 {
+    if !wide && rng.random::<f64>() < serial || top < 1.0 {
         return 1;
     }
     let med = (top - 2.5).max(0.8);
@@ -208,6 +239,28 @@ fn activity(t: f64) -> f64 {
     daily * if day >= 5 { 0.6 } else { 1.0 }
 }
 
+/// Each day's activity factor over `span` seconds: log-normal of spread
+/// `surge`, correlated from one day to the next (AR(1), 0.6), from a
+/// stream of its own (`seed`'s), so that the main draws are those of a
+/// spec without a surge. Empty without a surge (every day 1).
+fn surges(surge: f64, span: f64, seed: u64) -> Vec<f64> {
+    if surge <= 0.0 {
+        return Vec::new();
+    }
+    const RHO: f64 = 0.6;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5375_7267_6573_0000);
+    let normal = rand_distr::StandardNormal;
+    let mut z: f64 = normal.sample(&mut rng);
+    (0..=(span / 86_400.0) as usize)
+        .map(|_| {
+            let day = (surge * z).exp();
+            let e: f64 = normal.sample(&mut rng);
+            z = RHO * z + (1.0 - RHO * RHO).sqrt() * e;
+            day
+        })
+        .collect()
+}
+
 /// Jobs a generated workload has unless its name says (`gen:FAMILY:SEED:JOBS`).
 pub const NAMED_JOBS: usize = 10_000;
 
@@ -250,7 +303,7 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
         .map(|rank| {
             let bursty = rng.random::<f64>() < spec.bursty;
             Habit {
-                weight: 1.0 / ((rank + 1) as f64).powf(1.2),
+                weight: 1.0 / ((rank + 1) as f64).powf(spec.zipf),
                 wide: rng.random::<f64>() < spec.wide,
                 session: if bursty {
                     rng.random_range(10.0..40.0)
@@ -290,7 +343,7 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
             .map_or(1.0, |d| d.sample(&mut rng))
             .ceil()
             .max(1.0) as usize;
-        let procs_of = size(&mut rng, procs, habit.wide);
+        let procs_of = size(&mut rng, procs, habit.wide, spec.serial);
         let base = run_time(&mut rng, procs_of, habit.scale);
         let mut offset = 0.0;
         for _ in 0..count.min(spec.jobs - drafts.len()) {
@@ -324,11 +377,14 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
     // activity at its time).
     let work: f64 = drafts.iter().map(|d| d.run as f64 * d.procs as f64).sum();
     let span = work / (spec.load.max(0.01) * procs as f64);
+    let days = surges(spec.surge, span, seed);
+    let top = days.iter().copied().fold(1.0, f64::max);
     let mut starts: Vec<f64> = (0..session)
         .map(|_| {
             loop {
                 let t = rng.random::<f64>() * span;
-                if rng.random::<f64>() < activity(t) {
+                let day = days.get((t / 86_400.0) as usize).map_or(1.0, |f| f / top);
+                if rng.random::<f64>() < activity(t) * day {
                     break t;
                 }
             }
@@ -368,8 +424,20 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
         (
             "Note".to_owned(),
             format!(
-                "generated by slurp (Lublin-Feitelson sizes and run times, multi-user): {} jobs, {} users, load {}, wide {}, bursty {}, seed {seed}",
-                spec.jobs, users, spec.load, spec.wide, spec.bursty
+                "generated by slurp (Lublin-Feitelson sizes and run times, multi-user): {} jobs, {} users, load {}, wide {}, bursty {}{}, seed {seed}",
+                spec.jobs,
+                users,
+                spec.load,
+                spec.wide,
+                spec.bursty,
+                if spec.surge > 0.0 {
+                    format!(
+                        ", serial {}, zipf {}, daily surges {}",
+                        spec.serial, spec.zipf, spec.surge
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ),
         ("MaxNodes".to_owned(), spec.nodes.to_string()),
@@ -386,6 +454,81 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
 mod tests {
     use super::*;
     use crate::{Machine, Workload};
+
+    /// Each day's offered work over what the machine gives in a day.
+    fn daily_loads(trace: &Trace, procs: f64) -> Vec<f64> {
+        let days = (trace.jobs.last().unwrap().submit / 86_400 + 1) as usize;
+        let mut work = vec![0.0; days];
+        for j in &trace.jobs {
+            work[(j.submit / 86_400) as usize] += (j.run * j.procs) as f64 / (procs * 86_400.0);
+        }
+        work
+    }
+
+    /// Sessions begun each day (a job with no job of its user in the
+    /// minutes before it starts one).
+    fn daily_sessions(trace: &Trace) -> Vec<f64> {
+        let days = (trace.jobs.last().unwrap().submit / 86_400 + 1) as usize;
+        let mut count = vec![0.0; days];
+        let mut last = std::collections::HashMap::new();
+        for j in &trace.jobs {
+            if last
+                .insert(j.user, j.submit)
+                .is_none_or(|t| j.submit - t > 600)
+            {
+                count[(j.submit / 86_400) as usize] += 1.0;
+            }
+        }
+        count
+    }
+
+    #[test]
+    fn surges_move_the_same_jobs_into_days_of_several_machines() {
+        let deep = Family::Deep.spec(20_000);
+        let flat = Spec {
+            surge: 0.0,
+            ..deep.clone()
+        };
+        let (surging, even) = (generate(&deep, 5), generate(&flat, 5));
+        // The same jobs (the surges have a stream of their own), submitted
+        // at other times.
+        let what = |t: &Trace| {
+            let mut jobs: Vec<_> = t.jobs.iter().map(|j| (j.user, j.procs, j.run)).collect();
+            jobs.sort_unstable();
+            jobs
+        };
+        assert_eq!(what(&surging), what(&even));
+        assert_ne!(surging.jobs, even.jobs);
+        let procs = 8192.0;
+        let spread = |loads: &[f64]| {
+            let mean = loads.iter().sum::<f64>() / loads.len() as f64;
+            (loads.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / loads.len() as f64).sqrt()
+                / mean
+        };
+        let (a, b) = (daily_sessions(&surging), daily_sessions(&even));
+        assert!(
+            spread(&a) > 2.0 * spread(&b),
+            "day-to-day spread of sessions begun: {} with surges, {} without",
+            spread(&a),
+            spread(&b)
+        );
+        let a = daily_loads(&surging, procs);
+        // Days that offer several machines' work, and the load asked for
+        // over the whole span.
+        assert!(a.iter().filter(|&&l| l > 2.0).count() * 20 > a.len());
+        let span = surging.jobs.last().unwrap().submit as f64;
+        let work: f64 = surging.jobs.iter().map(|j| (j.run * j.procs) as f64).sum();
+        assert!((work / (span * procs) - 0.87).abs() < 0.1);
+        // Most sessions are serial, far more than in the other families.
+        let serial = |t: &Trace| t.jobs.iter().filter(|j| j.procs == 1).count() as f64;
+        let mid = generate(&Family::Mid.spec(20_000), 5);
+        assert!(
+            serial(&surging) > 3.0 * serial(&mid),
+            "{} {}",
+            serial(&surging),
+            serial(&mid)
+        );
+    }
 
     #[test]
     fn seeded_sized_and_loaded_as_asked() {
