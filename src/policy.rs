@@ -151,8 +151,9 @@ pub struct JudgeArgs {
 pub struct GenerateArgs {
     /// `small` (64 processors, 16 users, load 0.7, bursty), `mid` (512, 48,
     /// 0.7), `large` (4,096, 128, 0.7, many wide jobs), `saturated` (256,
-    /// 32, load 1), `quiet` (1,024, 64, 0.4), `deep` (8,192, 176, 0.87 in
-    /// surges of days, mostly serial jobs, as RICC: for long replays)
+    /// 32, load 1), `quiet` (1,024, 64, 0.4), `deep` (8,192, 176, 0.8 in
+    /// surges of days; RICC's serial share and estimates of days: for
+    /// long replays)
     #[arg(value_name = "FAMILY")]
     family: String,
     /// Seed: the same family and seed give the same trace

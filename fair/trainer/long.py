@@ -16,7 +16,7 @@ model, with or without EASY, by FCFS, SJF, F1, `fairshare` and each model:
 - `ricc-whole`: all of RICC's five months in one replay (held-out weeks included).
 - `generated`: each generated family at `--seeds` with `--jobs` jobs (30,000 by default: weeks
   to months of each machine), whole.
-- `deep`: the `deep` family (RICC's machine, user count and share of serial jobs, load 0.87 in surges
+- `deep`: the `deep` family (RICC's machine, serial share and estimates of days, load 0.8 in surges
   of days) at `--seeds` with `--jobs` jobs, whole: backlogs of weeks on workloads no model saw.
 - `archive`: NASA-iPSC, lublin_256 and lublin-aaroh, whole.
 

@@ -5,19 +5,20 @@
 //! functions are the platform's, so another libm could move a rounding).
 //!
 //! - **Sizes**: a serial job with probability 0.24 (the spec's `serial`);
-//!   otherwise log2 of the
-//!   size is drawn from a two-stage uniform (0.86 of it between 0.8 and
-//!   log2(N) − 2.5, the rest up to log2(N)), rounded to a power of two with
-//!   probability 0.75. A *wide* user's jobs take the upper stage only.
+//!   otherwise log2 of the size is drawn from a two-stage uniform (0.86 of
+//!   it, the spec's `narrow`, between 0.8 and log2(N) − 2.5, the rest up
+//!   to log2(N)), rounded to a power of two with probability 0.75. A
+//!   *wide* user's jobs take the upper stage only.
 //! - **Run times**: ln(run) follows Lublin's hyper-Gamma — Gamma(4.2, 0.94)
 //!   with probability p = −0.0054·log2(n) + 0.78, else Gamma(312, 0.03) —
 //!   scaled by the user's own factor (log-normal), at most 48 h.
 //! - **Estimates**: the run time times the user's over-estimation (exact
 //!   for some users, up to 20× for others), rounded up to the limits people
-//!   type (5 min, 15 min, 1 h, 4 h, …); most users also have a habitual
-//!   limit they give many of their jobs whatever their length (Tsafrir et
-//!   al.: estimates are modal, often the queue's maximum); a job that
-//!   reaches its estimate is killed there.
+//!   type (5 min, 15 min, 1 h, 4 h, …); most users (the spec's `lazy`
+//!   share, 0.6) also have a habitual limit of 8 hours or more (from the
+//!   spec's `habitual_from`) they give many of their jobs whatever their
+//!   length (Tsafrir et al.: estimates are modal, often the queue's
+//!   maximum); a job that reaches its estimate is killed there.
 //! - **Users**: activity follows Zipf, exponent 1.2 unless the spec says
 //!   (a few heavy users, many light ones);
 //!   each submits in sessions of similar jobs a few seconds to minutes
@@ -28,9 +29,9 @@
 //!   asked for. With a `surge`, each day's activity is also scaled by a
 //!   log-normal factor of that spread, correlated from day to day (AR(1),
 //!   0.6), so that some days offer several times what the machine can do
-//!   and a backlog outlives them — RICC's regime (its daily load: median
-//!   0.72, one day in ten 1.75 or more, its worst 4.3). The factors come
-//!   from their own stream: a spec without a surge draws as before.
+//!   and a backlog outlives them, as on RICC (its daily load: median 0.72,
+//!   one day in ten 1.75 or more, its worst 4.3). The factors come from
+//!   their own stream: a spec without a surge draws as before.
 //!
 //! [`Family`] names the presets the trainer and its judge draw from, from
 //! tens to thousands of cores and from quiet to saturated.
@@ -61,6 +62,14 @@ pub struct Spec {
     /// Spread (log-normal σ) of each day's activity; 0: every day alike
     /// but for the daily and weekly cycle.
     pub surge: f64,
+    /// Share of the parallel jobs of users who are not wide drawn from
+    /// the lower stage of sizes (the rest reach the whole machine).
+    pub narrow: f64,
+    /// Share of users with a habitual limit they give many of their jobs.
+    pub lazy: f64,
+    /// The shortest habitual limit (an index into the limits people type:
+    /// 8 is 8 hours, 12 a day).
+    pub habitual_from: usize,
 }
 
 /// The presets: machines from 64 to 4,096 processors, loads from quiet to
@@ -77,12 +86,12 @@ pub enum Family {
     Saturated,
     /// 128 × 8 processors, 64 users, load 0.4.
     Quiet,
-    /// RICC's machine, user count, load and share of serial sessions
-    /// (1,024 × 8 processors, 176 users, 0.87, 77%), the load in surges of
-    /// several days (some offering three or four times the machine), so
-    /// that a backlog outlives the days that built it. Meant for long
-    /// replays (`gen:deep:SEED:40000` spans more than a year), not
-    /// 1,024-job windows.
+    /// RICC's machine and habits: 1,024 × 8 processors, 176 users, 77% of
+    /// sessions serial, one parallel job in a hundred from the upper stage
+    /// of sizes (no wide users), every user giving many jobs a habitual
+    /// limit of a day or more; load 0.8 in surges of days, so that a
+    /// backlog outlives the days that built it. Meant for long replays
+    /// (`gen:deep:SEED:60000`, weeks to months), not 1,024-job windows.
     Deep,
 }
 
@@ -115,11 +124,12 @@ impl Family {
             Family::Large => (512, 8, 128, 0.7, 0.25, 0.1),
             Family::Saturated => (32, 8, 32, 1.0, 0.1, 0.2),
             Family::Quiet => (128, 8, 64, 0.4, 0.1, 0.1),
-            Family::Deep => (1024, 8, 176, 0.87, 0.1, 0.3),
+            Family::Deep => (1024, 8, 176, 0.8, 0.0, 0.3),
         };
-        let (serial, zipf, surge) = match self {
-            Family::Deep => (0.77, 1.2, 0.7),
-            _ => (0.24, 1.2, 0.0),
+        // (serial, zipf, surge, narrow, lazy, habitual_from)
+        let (serial, zipf, surge, narrow, lazy, habitual_from) = match self {
+            Family::Deep => (0.77, 1.2, 0.4, 0.99, 1.0, 12),
+            _ => (0.24, 1.2, 0.0, 0.86, 0.6, 8),
         };
         Spec {
             nodes,
@@ -132,6 +142,9 @@ impl Family {
             serial,
             zipf,
             surge,
+            narrow,
+            lazy,
+            habitual_from,
         }
     }
 }
@@ -183,13 +196,13 @@ struct Draft {
     session: usize,
 }
 
-fn size(rng: &mut ChaCha8Rng, procs: u32, wide: bool, serial: f64) -> u32 {
+fn size(rng: &mut ChaCha8Rng, procs: u32, wide: bool, serial: f64, narrow: f64) -> u32 {
     let top = (procs as f64).log2();
     if !wide && rng.random::<f64>() < serial || top < 1.0 {
         return 1;
     }
     let med = (top - 2.5).max(0.8);
-    let x = if !wide && rng.random::<f64>() < 0.86 {
+    let x = if !wide && rng.random::<f64>() < narrow {
         rng.random_range(0.8..=med.max(0.8 + 1e-9))
     } else {
         rng.random_range(med..=top)
@@ -316,8 +329,9 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
                 } else {
                     rng.random_range(2.0..20.0)
                 },
-                habitual: LIMITS[rng.random_range(8..LIMITS.len())],
-                lazy: if rng.random::<f64>() < 0.4 {
+                habitual: LIMITS
+                    [rng.random_range(spec.habitual_from.min(LIMITS.len() - 1)..LIMITS.len())],
+                lazy: if rng.random::<f64>() < 1.0 - spec.lazy {
                     0.0
                 } else {
                     rng.random_range(0.3..0.9)
@@ -343,7 +357,7 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
             .map_or(1.0, |d| d.sample(&mut rng))
             .ceil()
             .max(1.0) as usize;
-        let procs_of = size(&mut rng, procs, habit.wide, spec.serial);
+        let procs_of = size(&mut rng, procs, habit.wide, spec.serial, spec.narrow);
         let base = run_time(&mut rng, procs_of, habit.scale);
         let mut offset = 0.0;
         for _ in 0..count.min(spec.jobs - drafts.len()) {
@@ -507,7 +521,7 @@ mod tests {
         };
         let (a, b) = (daily_sessions(&surging), daily_sessions(&even));
         assert!(
-            spread(&a) > 2.0 * spread(&b),
+            spread(&a) > 1.3 * spread(&b),
             "day-to-day spread of sessions begun: {} with surges, {} without",
             spread(&a),
             spread(&b)
@@ -518,7 +532,26 @@ mod tests {
         assert!(a.iter().filter(|&&l| l > 2.0).count() * 20 > a.len());
         let span = surging.jobs.last().unwrap().submit as f64;
         let work: f64 = surging.jobs.iter().map(|j| (j.run * j.procs) as f64).sum();
-        assert!((work / (span * procs) - 0.87).abs() < 0.1);
+        assert!((work / (span * procs) - 0.8).abs() < 0.1);
+        // RICC's habits: most estimates a day or more, and few jobs from
+        // the upper stage of sizes (past 2^(13 - 2.5), about 1,448).
+        let mut estimates: Vec<i64> = surging.jobs.iter().map(|j| j.req_time).collect();
+        estimates.sort_unstable();
+        assert!(estimates[estimates.len() / 2] >= 86_400, "{estimates:?}");
+        let wide = |t: &Trace| t.jobs.iter().filter(|j| j.procs > 1449).count();
+        let lublin = generate(
+            &Spec {
+                narrow: 0.86,
+                ..deep.clone()
+            },
+            5,
+        );
+        assert!(
+            wide(&surging) * 3 < wide(&lublin),
+            "{} jobs wider than 1,449, {} with Lublin's stages",
+            wide(&surging),
+            wide(&lublin)
+        );
         // Most sessions are serial, far more than in the other families.
         let serial = |t: &Trace| t.jobs.iter().filter(|j| j.procs == 1).count() as f64;
         let mid = generate(&Family::Mid.spec(20_000), 5);
