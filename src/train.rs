@@ -148,7 +148,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "TRACE[@SPAN]", num_args = 1..)]
     long: Vec<String>,
     /// evolve, with --long: stretches each long trace is cut into
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "long")]
     stretches: usize,
     /// evolve, with --init and --validate: judge the network found and the
     /// start on N more draws of the validation traces' windows (other
@@ -968,7 +968,8 @@ fn long_stages(
     }
     let mut stages = Vec::new();
     for text in &args.long {
-        // A file whose name holds `@` is read whole.
+        // A file whose own name holds `@` is that file, over its
+        // training span.
         let (path, span) = match text.rsplit_once('@') {
             Some((path, span)) if !Path::new(text).exists() => (path, span.to_owned()),
             _ => (text.as_str(), format!("0..{split}")),

@@ -2097,6 +2097,8 @@ fn long_replays_are_cells_of_their_own_in_the_search_and_in_keeping() {
             &["--long", "gen:small:1:3000", "--stretches", "0"][..],
             "--stretches: at least 1",
         ),
+        // Stretches of no long trace: said, not ignored.
+        (&["--stretches", "8"][..], "--long"),
     ] {
         let refused = small_search("r.onnx", "1", more);
         refused.run().invalid().stderr_has(&[said]);
