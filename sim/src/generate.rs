@@ -19,8 +19,7 @@
 //!   spec's `habitual_from`) they give many of their jobs whatever their
 //!   length (Tsafrir et al.: estimates are modal, often the queue's
 //!   maximum); a job that reaches its estimate is killed there.
-//! - **Users**: activity follows Zipf, exponent 1.2 unless the spec says
-//!   (a few heavy users, many light ones);
+//! - **Users**: activity follows Zipf (a few heavy users, many light ones);
 //!   each submits in sessions of similar jobs a few seconds to minutes
 //!   apart, bursty users in long ones.
 //! - **Arrivals**: sessions come at a rate that follows the hour of the day
@@ -57,8 +56,6 @@ pub struct Spec {
     pub bursty: f64,
     /// Share of jobs (of users who are not wide) on one processor.
     pub serial: f64,
-    /// Exponent of the users' Zipf activity (higher: heavier heavy users).
-    pub zipf: f64,
     /// Spread (log-normal σ) of each day's activity; 0: every day alike
     /// but for the daily and weekly cycle.
     pub surge: f64,
@@ -72,7 +69,7 @@ pub struct Spec {
     pub habitual_from: usize,
 }
 
-/// The presets: machines from 64 to 4,096 processors, loads from quiet to
+/// The presets: machines from 64 to 8,192 processors, loads from quiet to
 /// over-full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -126,10 +123,9 @@ impl Family {
             Family::Quiet => (128, 8, 64, 0.4, 0.1, 0.1),
             Family::Deep => (1024, 8, 176, 0.8, 0.0, 0.3),
         };
-        // (serial, zipf, surge, narrow, lazy, habitual_from)
-        let (serial, zipf, surge, narrow, lazy, habitual_from) = match self {
-            Family::Deep => (0.77, 1.2, 0.4, 0.99, 1.0, 12),
-            _ => (0.24, 1.2, 0.0, 0.86, 0.6, 8),
+        let (serial, surge, narrow, lazy, habitual_from) = match self {
+            Family::Deep => (0.77, 0.4, 0.99, 1.0, 12),
+            _ => LUBLIN,
         };
         Spec {
             nodes,
@@ -140,7 +136,6 @@ impl Family {
             wide,
             bursty,
             serial,
-            zipf,
             surge,
             narrow,
             lazy,
@@ -162,6 +157,11 @@ impl std::str::FromStr for Family {
             })
     }
 }
+
+/// The spec's `serial`, `surge`, `narrow`, `lazy` and `habitual_from` of
+/// every family but `deep`: Lublin and Feitelson's sizes, Tsafrir's
+/// estimate habits, no surges.
+const LUBLIN: (f64, f64, f64, f64, usize) = (0.24, 0.0, 0.86, 0.6, 8);
 
 /// The limits people type, seconds.
 const LIMITS: [u64; 16] = [
@@ -316,7 +316,7 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
         .map(|rank| {
             let bursty = rng.random::<f64>() < spec.bursty;
             Habit {
-                weight: 1.0 / ((rank + 1) as f64).powf(spec.zipf),
+                weight: 1.0 / ((rank + 1) as f64).powf(1.2),
                 wide: rng.random::<f64>() < spec.wide,
                 session: if bursty {
                     rng.random_range(10.0..40.0)
@@ -444,13 +444,26 @@ pub fn generate(spec: &Spec, seed: u64) -> Trace {
                 spec.load,
                 spec.wide,
                 spec.bursty,
-                if spec.surge > 0.0 {
-                    format!(
-                        ", serial {}, zipf {}, daily surges {}",
-                        spec.serial, spec.zipf, spec.surge
-                    )
-                } else {
+                // What differs from Lublin's settings, so that the file says
+                // how it was made.
+                if (
+                    spec.serial,
+                    spec.surge,
+                    spec.narrow,
+                    spec.lazy,
+                    spec.habitual_from
+                ) == LUBLIN
+                {
                     String::new()
+                } else {
+                    format!(
+                        ", serial {}, daily surges {}, lower size stage {}, habitual limits for {} of users from {} s",
+                        spec.serial,
+                        spec.surge,
+                        spec.narrow,
+                        spec.lazy,
+                        LIMITS[spec.habitual_from.min(LIMITS.len() - 1)]
+                    )
                 }
             ),
         ),
@@ -561,6 +574,17 @@ mod tests {
             serial(&surging),
             serial(&mid)
         );
+        // The file says how it was made where that is not Lublin's way.
+        let note = |t: &Trace| {
+            t.header
+                .iter()
+                .find(|(k, _)| k == "Note")
+                .unwrap()
+                .1
+                .clone()
+        };
+        assert!(note(&surging).contains("serial 0.77, daily surges 0.4, lower size stage 0.99"));
+        assert!(!note(&mid).contains("daily surges"), "{}", note(&mid));
     }
 
     #[test]
