@@ -105,7 +105,9 @@ struct RunArgs {
     /// seeing its users' predicted runs in RLScheduler's model under EASY;
     /// real runs as fair-v9's), `fair-v11` (built in: fair-v10 reserving
     /// what it waits for under EASY in RLScheduler's model within half the
-    /// longest estimate; real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
+    /// longest estimate; real runs as fair-v9's), `fair-v12` (built in:
+    /// fair-v11 with the same horizon without backfilling; real runs as
+    /// fair-v9's) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

@@ -37,8 +37,8 @@ pub enum PolicyCommand {
     Train(crate::train::TrainArgs),
     /// Give each of a model's networks a shortlist, or take it away: of the
     /// jobs whose logit is within MARGIN of the network's choice, ORDER's
-    /// first starts; and a horizon for the choices it keeps under EASY
-    /// (judge the result before using it)
+    /// first starts; and a horizon for the choices it keeps until they
+    /// start (judge the result before using it)
     Shortlist(ShortlistArgs),
 }
 
@@ -50,7 +50,7 @@ pub struct ShortlistArgs {
     /// Where to write the model with its new shortlists
     #[arg(short, long, value_name = "OUT.onnx")]
     output: PathBuf,
-    /// Take away every shortlist the model has, and its horizon, first
+    /// Take away every shortlist the model has, and its horizons, first
     #[arg(long)]
     clear: bool,
     /// The model's own network (slurp's model and real runs without
@@ -74,10 +74,16 @@ pub struct ShortlistArgs {
     /// For its network for the reference model's committed choices under
     /// EASY: pass over a job it would wait for whose reservation begins
     /// more than SHARE × the longest estimate among the running and
-    /// waiting jobs away, for its best that begins sooner (fair-v11: 0.5),
+    /// waiting jobs away, for its best that begins sooner (fair-v11 and fair-v12: 0.5),
     /// or `none`
     #[arg(long, value_name = "SHARE", value_parser = horizon_arg)]
     horizon: Option<HorizonArg>,
+    /// The same for its network for the reference model's committed
+    /// choices (without backfilling, where a job it waits for idles the
+    /// whole machine until it starts, and with EASY unless it has one for
+    /// that), or `none`
+    #[arg(long, value_name = "SHARE", value_parser = horizon_arg)]
+    committed_horizon: Option<HorizonArg>,
 }
 
 /// `--horizon`: a share, or `none`.
@@ -95,7 +101,7 @@ fn horizon_arg(text: &str) -> Result<HorizonArg, String> {
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v11` or MODEL.onnx
+    /// `fair-v12` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -262,8 +268,8 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
 /// rewritten, checked by loading them before they are written.
 fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::model::{
-        COMMITTED_EASY_HORIZON, COMMITTED_EASY_SHORTLIST, COMMITTED_SHORTLIST, SHORTLIST,
-        SLURP_EASY_SHORTLIST,
+        COMMITTED_EASY_HORIZON, COMMITTED_EASY_SHORTLIST, COMMITTED_HORIZON, COMMITTED_SHORTLIST,
+        SHORTLIST, SLURP_EASY_SHORTLIST,
     };
     let file = match slurp_fair::spec::Source::of(&args.model).read() {
         Ok(file) => file,
@@ -299,7 +305,12 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     ];
     if args.horizon.is_some() && !model.carries(true) {
         return Ok(usage(format!(
-            "--horizon: {name} carries no network of its own for committed choices under EASY, the only choices a horizon applies to"
+            "--horizon: {name} carries no network of its own for committed choices under EASY; --committed-horizon gives one to its network for committed choices, which serves EASY too"
+        )));
+    }
+    if args.committed_horizon.is_some() && !model.carries(false) {
+        return Ok(usage(format!(
+            "--committed-horizon: {name} carries no network of its own for committed choices, the only choices a horizon applies to"
         )));
     }
     for (flag, asked, has, what) in carried {
@@ -340,14 +351,19 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             None => {}
         }
     }
-    match args.horizon {
-        Some(HorizonArg(h)) => set.push((COMMITTED_EASY_HORIZON, h.map(|h| h.to_string()))),
-        None if args.clear => set.push((COMMITTED_EASY_HORIZON, None)),
-        None => {}
+    for (key, asked) in [
+        (COMMITTED_EASY_HORIZON, &args.horizon),
+        (COMMITTED_HORIZON, &args.committed_horizon),
+    ] {
+        match asked {
+            Some(HorizonArg(h)) => set.push((key, h.map(|h| h.to_string()))),
+            None if args.clear => set.push((key, None)),
+            None => {}
+        }
     }
     if set.is_empty() {
         return Ok(usage(
-            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon (SHARE or none), or --clear",
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon or --committed-horizon (SHARE or none), or --clear",
         ));
     }
     let written = match slurp_fair::export::renoted(&file.bytes, &set) {
@@ -382,9 +398,21 @@ fn shortlists(m: &Model) -> String {
             rule(m.committed(true))
         ));
     }
-    let horizon = m.committed(true).horizon().map_or(String::new(), |h| {
-        format!("; horizon {h}× the longest estimate for choices kept under EASY")
-    });
+    let mut horizon = String::new();
+    if let Some(h) = m
+        .carries(false)
+        .then(|| m.committed(false).horizon())
+        .flatten()
+    {
+        horizon += &format!("; horizon {h}× the longest estimate for committed choices");
+    }
+    if let Some(h) = m
+        .carries(true)
+        .then(|| m.committed(true).horizon())
+        .flatten()
+    {
+        horizon += &format!("; horizon {h}× the longest estimate for choices kept under EASY");
+    }
     format!("shortlists: {}{horizon}", parts.join("; "))
 }
 
@@ -507,8 +535,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             "slurp_easy_shortlist": rule(net.slurp_easy()),
             "committed_shortlist": rule(net.carries(false).then(|| net.committed(false))),
             "committed_easy_shortlist": rule(net.carries(true).then(|| net.committed(true))),
-            // The horizon of its choices kept under EASY (a share of the
-            // longest estimate in sight), null where it has none.
+            // The horizon of its choices kept until they start (a share
+            // of the longest estimate in sight), without backfilling and
+            // under EASY; null where it has none.
+            "committed_horizon": net.committed(false).horizon().map(|h| h.share),
             "committed_easy_horizon": net.committed(true).horizon().map(|h| h.share),
             // Consecutive stretches of each workload (`--stretches`) in
             // place of random windows; null for windows.

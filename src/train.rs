@@ -87,6 +87,9 @@ struct Keep {
     /// EASY: the network written there keeps it, and a search of that
     /// network plays under it.
     horizon: Option<Horizon>,
+    /// The same for its network for committed choices (without
+    /// backfilling, and under EASY where it serves there too).
+    committed_horizon: Option<Horizon>,
 }
 
 /// Which backfilling a search's cells replay.
@@ -596,7 +599,11 @@ fn evolve(
         redraw: args.redraw,
         validation,
         shortlist,
-        horizon: keep.horizon.filter(|_| slot == Slot::Easy),
+        horizon: match slot {
+            Slot::Easy => keep.horizon,
+            Slot::Committed => keep.committed_horizon,
+            Slot::Main | Slot::SlurpEasy => None,
+        },
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let interrupted = on_interrupt()?;
@@ -870,6 +877,12 @@ fn write_searched(
         });
     let listed = |key: &'static str, list: Option<Shortlist>| list.map(|l| (key, l.to_string()));
     let easy_written = easy.is_some();
+    if committed.is_some() {
+        notes.extend(
+            keep.committed_horizon
+                .map(|h| (model::COMMITTED_HORIZON, h.to_string())),
+        );
+    }
     for (net, easy) in [(committed, false), (easy, true)] {
         if let Some((layers, seeing, list)) = net {
             notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
@@ -1001,6 +1014,7 @@ fn searched(m: &Model, slot: Slot) -> &Model {
 /// from it.
 fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     let horizon = m.committed(true).horizon();
+    let committed_horizon = m.committed(false).horizon();
     let own = |easy: bool| {
         m.committed_layers(easy).map(|layers| {
             (
@@ -1031,6 +1045,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 easy: if m.carries(true) { own(true) } else { None },
                 slurp_easy: slurp_easy.filter(|_| args.backfill == Backfilling::None),
                 horizon,
+                committed_horizon,
             });
         }
         if m.has_committed() || slurp_easy.is_some() {
@@ -1064,6 +1079,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             easy: if m.carries(true) { own(true) } else { None },
             slurp_easy: None,
             horizon,
+            committed_horizon,
         },
         // The network for no backfilling keeps serving it; EASY's is searched.
         (Slot::Easy, _) => Keep {
@@ -1072,6 +1088,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             easy: None,
             slurp_easy,
             horizon,
+            committed_horizon,
         },
         // EASY keeps the network it had: its own, the shared one, or the
         // model's.
@@ -1081,6 +1098,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed: None,
             slurp_easy,
             horizon,
+            committed_horizon,
         },
         // One network searched for both modes.
         _ => {
@@ -1095,6 +1113,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 easy: None,
                 slurp_easy,
                 horizon,
+                committed_horizon,
             }
         }
     })

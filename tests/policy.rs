@@ -440,7 +440,7 @@ fn a_learned_policy_can_schedule_one_level_of_nesting() {
     assert!(!test.path().join("order").exists(), "a task ran");
 }
 
-/// Every built-in model (`fair`, `fair-v2` … `fair-v11`) is a policy a
+/// Every built-in model (`fair`, `fair-v2` … `fair-v12`) is a policy a
 /// nested entry may name, alone or `+easy`, as `--policy` may: the file is
 /// valid, and the entry's instance starts its tasks in the order the same
 /// model gives that level from the command line, not FCFS's.
@@ -454,6 +454,7 @@ fn a_nested_entry_can_name_any_built_in_model() {
     }
     for policy in [
         "fair-v10+easy",
+        "fair-v12",
         "fair-v11+easy",
         "fair-v9+easy",
         "fair-v8",
@@ -1310,14 +1311,14 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
     let test = Test::new().args(&[
         "policy",
         "shortlist",
-        "fair-v12",
+        "fair-v99",
         "-o",
         "out.onnx",
         "--clear",
     ]);
     test.run()
         .invalid()
-        .stderr_has(&["fair-v12", "nor is it a built-in model", "fair-v11"]);
+        .stderr_has(&["fair-v99", "nor is it a built-in model", "fair-v12"]);
     assert!(!test.path().join("out.onnx").exists());
 }
 
@@ -1440,5 +1441,117 @@ fn policy_shortlist_sets_and_takes_away_a_horizon() {
         let (run, bytes) = set("fair-v10", &["--horizon", bad]);
         run.invalid().stderr_has(&["is not a horizon"]);
         assert!(bytes.is_none(), "{bad}");
+    }
+    // `--committed-horizon`: the network for committed choices, which
+    // serves EASY too where the model has none of its own for it (fair-v4).
+    let (run, bytes) = set("fair-v4", &["--committed-horizon", "0.3"]);
+    let run = run.success();
+    assert!(
+        run.stderr
+            .contains("horizon 0.3× the longest estimate for committed choices"),
+        "{}",
+        run.stderr
+    );
+    let test = Test::new().file("h.onnx", bytes.unwrap());
+    let model = slurp_fair::Model::load(&test.path().join("h.onnx"), None).unwrap();
+    for easy in [false, true] {
+        assert_eq!(model.committed(easy).horizon().map(|h| h.share), Some(0.3));
+    }
+    assert_eq!(model.horizon(), None);
+    for away in [&["--committed-horizon", "none"][..], &["--clear"]] {
+        let (run, bytes) = set("fair-v12", away);
+        run.success();
+        let test = Test::new().file("h.onnx", bytes.unwrap());
+        let model = slurp_fair::Model::load(&test.path().join("h.onnx"), None).unwrap();
+        assert_eq!(model.committed(false).horizon(), None, "{away:?}");
+        // `none` leaves the other one as it was; `--clear` takes both.
+        let kept = (away[0] != "--clear").then_some(0.5);
+        assert_eq!(model.committed(true).horizon().map(|h| h.share), kept);
+    }
+    // fair-v3 carries no network for committed choices at all.
+    let (run, bytes) = set("fair-v3", &["--committed-horizon", "0.5"]);
+    run.invalid().stderr_has(&[
+        "--committed-horizon",
+        "no network of its own for committed choices",
+    ]);
+    assert!(bytes.is_none());
+}
+
+/// A window of `gen:saturated:799` where fair-v11, in RLScheduler's model
+/// without backfilling, chose jobs that could start only much later and
+/// kept them while the machine idled, everything else waiting. fair-v12
+/// is fair-v11 with the same horizon as under EASY for those choices: its
+/// worst user and its average fall below fair-v11's and F1's. Under EASY
+/// and in slurp's own model the two schedule alike.
+#[test]
+fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
+    let sim = |model: &str, policies: &str| -> Vec<(f64, f64)> {
+        let run = Test::new()
+            .args(&[
+                "sim",
+                "gen:saturated:799",
+                "--model",
+                model,
+                "--window",
+                "3000:1024",
+                "--policy",
+                policies,
+                "--json",
+            ])
+            .run()
+            .success();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        doc["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let of = |key: &str| p["summary"][key].as_f64().unwrap();
+                (
+                    of("worst_user_bounded_slowdown"),
+                    of("avg_bounded_slowdown"),
+                )
+            })
+            .collect()
+    };
+    let none = sim("reference", "f1,fair-v11,fair-v12");
+    let (f1, v11, v12) = (none[0], none[1], none[2]);
+    assert!(v11.0 > 2.0 * v12.0, "fair-v12's worst user: {none:?}");
+    assert!(v12.0 < f1.0, "fair-v12 is fairer than F1: {none:?}");
+    assert!(v12.1 < 0.5 * v11.1 && v12.1 < f1.1, "averages: {none:?}");
+    for (model, policies) in [
+        ("reference", "fair-v11+easy,fair-v12+easy"),
+        ("slurp", "fair-v11+easy,fair-v12+easy"),
+        ("slurp", "fair-v11,fair-v12"),
+    ] {
+        let both = sim(model, policies);
+        assert_eq!(both[0], both[1], "{model} {policies}");
+    }
+    // The judge says which model has one, in its JSON.
+    for (model, horizon) in [
+        ("fair-v12", serde_json::json!(0.5)),
+        ("fair-v11", serde_json::Value::Null),
+    ] {
+        let run = Test::new()
+            .args(&[
+                "policy",
+                "judge",
+                model,
+                "gen:small:1:3000",
+                "--samples",
+                "1",
+                "--len",
+                "128",
+                "--json",
+            ])
+            .run()
+            .success();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(doc["committed_horizon"], horizon, "{model}");
+        assert_eq!(
+            doc["committed_easy_horizon"],
+            serde_json::json!(0.5),
+            "{model}"
+        );
     }
 }

@@ -615,30 +615,37 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
     assert_ne!(slurps.layers(), start.layers());
 }
 
-/// A search from a model whose network for choices kept under EASY has a
-/// horizon (fair-v11) writes that network with it: searched (it played
-/// under the horizon, `fair/tests/horizon.rs`), or kept while another is.
+/// A search from a model whose networks for committed choices have
+/// horizons (fair-v12: one without backfilling, one under EASY) writes
+/// each network with its own: searched (it played under the horizon,
+/// `fair/tests/horizon.rs`), or kept while another is.
 #[test]
 fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
     let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
-    let v11 = slurp_fair::built_in("fair-v11").unwrap();
+    let v12 = slurp_fair::built_in("fair-v12").unwrap();
     for (out, more) in [
         (
             "easy.onnx",
             ["--sim-model", "reference", "--backfill", "easy"],
         ),
+        (
+            "none.onnx",
+            ["--sim-model", "reference", "--backfill", "none"],
+        ),
         ("slurp.onnx", ["--sim-model", "slurp", "--backfill", "easy"]),
     ] {
-        let mut args = vec!["--init", "fair-v11"];
+        let mut args = vec!["--init", "fair-v12"];
         args.extend_from_slice(&more);
         let test = small_search(out, "1", &args);
         let run = test.run().success();
         let written = load(&test.path().join(out));
-        assert_eq!(
-            written.committed(true).horizon().map(|h| h.share),
-            Some(0.5),
-            "{more:?}"
-        );
+        for easy in [false, true] {
+            assert_eq!(
+                written.committed(easy).horizon().map(|h| h.share),
+                Some(0.5),
+                "{more:?}, EASY {easy}"
+            );
+        }
         assert!(
             run.stdout
                 .contains("reservations within 0.5× the longest estimate"),
@@ -646,12 +653,15 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
             run.stdout
         );
         // Which network the search changed.
-        let easy_searched = more[1] == "reference";
-        assert_eq!(
-            written.committed_layers(true) != v11.committed_layers(true),
-            easy_searched,
-            "{more:?}"
-        );
+        let (model, backfill) = (more[1], more[3]);
+        for easy in [false, true] {
+            let searched = model == "reference" && (backfill == "easy") == easy;
+            assert_eq!(
+                written.committed_layers(easy) != v12.committed_layers(easy),
+                searched,
+                "{more:?}, EASY {easy}"
+            );
+        }
     }
 }
 
@@ -1800,6 +1810,41 @@ fn fair_v11_is_fair_v10_with_a_horizon_for_choices_kept_under_easy() {
         std::fs::read(test.path().join("fair-v11.onnx")).unwrap()
             == std::fs::read(repo.join("stdlib/policies/fair-v11.onnx")).unwrap(),
         "the card's recipe does not give fair-v11"
+    );
+}
+
+/// fair-v12 is fair-v11 with the same horizon for its network for
+/// committed choices without backfilling: every network, every shortlist
+/// and the horizon under EASY are fair-v11's. The card's recipe, `slurp
+/// policy shortlist fair-v11 --committed-horizon 0.5`, rebuilds the
+/// shipped file byte for byte.
+#[test]
+fn fair_v12_is_fair_v11_with_a_horizon_for_choices_kept_without_backfilling() {
+    let repo = common::repo();
+    let v12 = slurp_fair::built_in("fair-v12").unwrap();
+    let v11 = slurp_fair::built_in("fair-v11").unwrap();
+    assert_eq!(networks(&v12), networks(&v11));
+    assert_eq!(v12.committed(false).horizon().map(|h| h.share), Some(0.5));
+    assert_eq!(v11.committed(false).horizon(), None);
+    assert_eq!(v12.committed(true).horizon(), v11.committed(true).horizon());
+    for other in [&v12, v12.slurp_easy().unwrap()] {
+        assert_eq!(other.horizon(), None);
+    }
+
+    let test = Test::new().args(&[
+        "policy",
+        "shortlist",
+        "fair-v11",
+        "--committed-horizon",
+        "0.5",
+        "-o",
+        "fair-v12.onnx",
+    ]);
+    test.run().success();
+    assert!(
+        std::fs::read(test.path().join("fair-v12.onnx")).unwrap()
+            == std::fs::read(repo.join("stdlib/policies/fair-v12.onnx")).unwrap(),
+        "the card's recipe does not give fair-v12"
     );
 }
 

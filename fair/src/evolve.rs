@@ -453,7 +453,8 @@ pub struct Options {
     /// plays every window under it, and is written with it.
     pub shortlist: Option<Shortlist>,
     /// The horizon it keeps its choices within, when it is searched for
-    /// committed choices under EASY (`horizon.rs`): it plays under it.
+    /// committed choices and its start had one (`horizon.rs`): it plays
+    /// under it.
     pub horizon: Option<Horizon>,
 }
 

@@ -71,9 +71,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v10`: fair-v9 whose network for committed choices under EASY
 ///   sees v9 (its users' predicted runs), its weights unchanged;
 /// - `fair-v11`: fair-v10 whose choices kept under EASY are reserved
-///   within half the longest estimate in sight (`horizon.rs`).
+///   within half the longest estimate in sight (`horizon.rs`);
+/// - `fair-v12`: fair-v11 whose choices kept without backfilling are
+///   reserved within the same horizon.
 ///
-/// None of fair-v2 … fair-v11 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v12 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -99,6 +101,7 @@ pub(crate) fn built_in_bytes(
     const V9: &[u8] = include_bytes!("../../stdlib/policies/fair-v9.onnx");
     const V10: &[u8] = include_bytes!("../../stdlib/policies/fair-v10.onnx");
     const V11: &[u8] = include_bytes!("../../stdlib/policies/fair-v11.onnx");
+    const V12: &[u8] = include_bytes!("../../stdlib/policies/fair-v12.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -111,6 +114,7 @@ pub(crate) fn built_in_bytes(
         "fair-v9" => (V9, None, "fair-v9.onnx"),
         "fair-v10" => (V10, None, "fair-v10.onnx"),
         "fair-v11" => (V11, None, "fair-v11.onnx"),
+        "fair-v12" => (V12, None, "fair-v12.onnx"),
         _ => return None,
     })
 }

@@ -22,10 +22,10 @@
 //! itself, and under EASY the network [`SLURP_EASY`] names when the model
 //! carries one (its observation in [`SLURP_EASY_SIGHT`]): real `+easy` runs
 //! schedule there. Each network may choose through a shortlist
-//! (`shortlist.rs`, metadata [`SHORTLIST`] and its kin), and the one for
-//! committed choices under EASY within a horizon (`horizon.rs`,
-//! [`COMMITTED_EASY_HORIZON`]). Tools that only read ONNX see an ordinary
-//! policy network.
+//! (`shortlist.rs`, metadata [`SHORTLIST`] and its kin), and each network
+//! for committed choices within a horizon (`horizon.rs`,
+//! [`COMMITTED_HORIZON`], [`COMMITTED_EASY_HORIZON`]). Tools that only read
+//! ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -269,6 +269,37 @@ pub const SLURP_EASY_SHORTLIST: &str = "slurp.easy.shortlist";
 /// under EASY keeps its choices within (`horizon.rs`), when it has one.
 pub const COMMITTED_EASY_HORIZON: &str = "slurp.committed.easy.horizon";
 
+/// The same for its network for committed choices: without backfilling,
+/// and under EASY too when it has no network of its own for that.
+pub const COMMITTED_HORIZON: &str = "slurp.committed.horizon";
+
+/// The horizon under metadata `key`, if the model has one there, for the
+/// network under `network`, which it must carry (`has`).
+fn horizon_at(
+    proto: &tract_onnx::pb::ModelProto,
+    path: &Path,
+    key: &str,
+    network: &str,
+    has: bool,
+) -> Result<Option<Horizon>, ModelError> {
+    let bad = |reason: String| ModelError::Horizon {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        reason,
+    };
+    let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
+        return Ok(None);
+    };
+    let horizon = Horizon::parse(&p.value).map_err(bad)?;
+    if !has {
+        // Read by nothing: refused, not skipped, as a shortlist is.
+        return Err(bad(format!(
+            "the model carries no `{network}` network for it to apply to (a horizon is for choices kept until they start); remove the key, or add the network"
+        )));
+    }
+    Ok(Some(horizon))
+}
+
 /// The shortlist under metadata `key`, if the model has one there, for
 /// the network there, which sees `sight`.
 fn shortlist_at(
@@ -327,8 +358,8 @@ pub struct Model {
     slurp_easy: Option<Arc<Model>>,
     /// The heuristic its near-ties go to, when it has one.
     shortlist: Option<Shortlist>,
-    /// How far ahead a choice it keeps under EASY may be reserved, when
-    /// it is a network for such choices and has a horizon.
+    /// How far ahead a choice it keeps may be reserved, when it is a
+    /// network for committed choices and has a horizon.
     horizon: Option<Horizon>,
 }
 
@@ -359,9 +390,14 @@ fn carried(
     key: &str,
     sight_key: &str,
     shortlist_key: &str,
-    horizon: Option<Horizon>,
+    horizon_key: Option<&str>,
 ) -> Result<Option<Arc<Model>>, ModelError> {
-    let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
+    let found = proto.metadata_props.iter().find(|p| p.key == key);
+    let horizon = match horizon_key {
+        Some(h) => horizon_at(proto, path, h, key, found.is_some())?,
+        None => None,
+    };
+    let Some(p) = found else {
         return Ok(None);
     };
     let bad = |reason: String| ModelError::Carried {
@@ -495,19 +531,8 @@ impl Model {
             COMMITTED,
             COMMITTED_SIGHT,
             COMMITTED_SHORTLIST,
-            None,
+            Some(COMMITTED_HORIZON),
         )?;
-        let horizon_bad = |reason: String| ModelError::Horizon {
-            path: path.to_owned(),
-            key: COMMITTED_EASY_HORIZON.to_owned(),
-            reason,
-        };
-        let horizon = proto
-            .metadata_props
-            .iter()
-            .find(|p| p.key == COMMITTED_EASY_HORIZON)
-            .map(|p| Horizon::parse(&p.value).map_err(horizon_bad))
-            .transpose()?;
         let committed_easy = carried(
             &proto,
             path,
@@ -515,13 +540,8 @@ impl Model {
             COMMITTED_EASY,
             COMMITTED_EASY_SIGHT,
             COMMITTED_EASY_SHORTLIST,
-            horizon,
+            Some(COMMITTED_EASY_HORIZON),
         )?;
-        if horizon.is_some() && committed_easy.is_none() {
-            return Err(horizon_bad(format!(
-                "the model carries no `{COMMITTED_EASY}` network for it to apply to (the horizon is for choices kept under EASY); remove the key, or add the network"
-            )));
-        }
         let slurp_easy = carried(
             &proto,
             path,
@@ -697,15 +717,14 @@ impl Model {
         self.shortlist
     }
 
-    /// How far ahead a choice this network keeps under EASY may be
-    /// reserved (`horizon.rs`), when it has a horizon.
+    /// How far ahead a choice this network keeps may be reserved
+    /// (`horizon.rs`), when it has a horizon.
     pub fn horizon(&self) -> Option<Horizon> {
         self.horizon
     }
 
-    /// This network keeping its choices under EASY within `horizon`: a
-    /// search of the network for such choices plays it alone, as the
-    /// model's own.
+    /// This network keeping its choices within `horizon`: a search of a
+    /// network for committed choices plays it alone, as the model's own.
     pub fn with_horizon(mut self, horizon: Option<Horizon>) -> Model {
         self.horizon = horizon;
         self

@@ -343,8 +343,8 @@ fn episode(
 /// `sample: Some(seed)` a slot drawn from its distribution, the same draws
 /// for the same seed and window. A model that carries a network for
 /// committed choices ([`Model::committed`], one for each backfilling mode
-/// or one for both) decides with it here, under EASY within its horizon
-/// when it has one (`horizon.rs`).
+/// or one for both) decides with it here, within its horizon when it has
+/// one (`horizon.rs`).
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -378,7 +378,7 @@ pub fn replay(
                     }
                 };
                 let mut slot = choose(&logits);
-                if let Some(horizon) = model.horizon().filter(|_| backfill) {
+                if let Some(horizon) = model.horizon() {
                     slot = horizon.keep(d, &obs, &logits, slot, choose);
                 }
                 obs.jobs.get(slot).copied().unwrap_or(obs.jobs[0])

@@ -34,6 +34,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v9",
     "fair-v10",
     "fair-v11",
+    "fair-v12",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
