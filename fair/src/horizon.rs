@@ -20,11 +20,18 @@
 //! is the site's own time scale (its longest time limit, in a busy queue):
 //! a share of it means the same on a machine of hours and one of days.
 //!
-//! It applies where choices are kept under EASY: a model carries it for its
-//! network for committed choices under EASY (`model.rs`,
-//! [`crate::model::COMMITTED_EASY_HORIZON`]). slurp's own model and real
-//! runs choose again at every decision, so nothing there is kept waiting
-//! for, and the horizon is not read.
+//! Without backfilling the same choice costs more: nothing else starts
+//! while the kept job waits, so the whole machine idles until its
+//! reservation. fair-v11's network there kept 113 of 150 fresh cells'
+//! averages within 1.1× the best heuristic's; with the same horizon, 136
+//! (fair-v12; `fair/trainer/runs/v43-committed-horizon.md`).
+//!
+//! A model carries one for each network for committed choices (`model.rs`,
+//! [`crate::model::COMMITTED_HORIZON`] for the one without backfilling, which
+//! serves EASY too where the model has no other,
+//! [`crate::model::COMMITTED_EASY_HORIZON`] for EASY's own). slurp's own
+//! model and real runs choose again at every decision, so nothing there is
+//! kept waiting for, and the horizon is not read.
 
 use std::fmt;
 
