@@ -22,7 +22,7 @@
 //!
 //! Without backfilling the same choice costs more: nothing else starts
 //! while the kept job waits, so the whole machine idles until its
-//! reservation. fair-v11's network there kept 113 of 150 fresh cells'
+//! reservation. fair-v11's network there kept 112 of 150 fresh cells'
 //! averages within 1.1× the best heuristic's; with the same horizon, 136
 //! (fair-v12; `fair/trainer/runs/v43-committed-horizon.md`).
 //!
