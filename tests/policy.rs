@@ -1327,36 +1327,15 @@ fn a_shortlist_given_to_a_model_decides_a_real_run_and_can_be_taken_away() {
 /// and kept it: meanwhile the oldest jobs backfilled, and a light user's
 /// two jobs of seconds waited 19 hours. fair-v11 is fair-v10 with a horizon
 /// (half the longest estimate in sight): it passes over that choice, and
-/// that user's worst-off mean falls to near F1's. The horizon is read
-/// nowhere else: without backfilling, and in slurp's own model, the two
-/// schedule alike.
+/// that user's worst-off mean falls to near F1's. Its horizon belongs to
+/// that network alone: without backfilling, and in slurp's own model, the
+/// two schedule alike.
 #[test]
 fn fair_v11_does_not_keep_a_choice_reserved_a_day_ahead_under_easy() {
     let sim = |model: &str, policies: &str| -> Vec<f64> {
-        let run = Test::new()
-            .args(&[
-                "sim",
-                "gen:quiet:6",
-                "--model",
-                model,
-                "--window",
-                "7303:1024",
-                "--policy",
-                policies,
-                "--json",
-            ])
-            .run()
-            .success();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        doc["policies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                p["summary"]["worst_user_bounded_slowdown"]
-                    .as_f64()
-                    .unwrap()
-            })
+        summaries("gen:quiet:6", "7303:1024", model, policies)
+            .into_iter()
+            .map(|(worst, _)| worst)
             .collect()
     };
     let easy = sim("reference", "f1+easy,fair-v10+easy,fair-v11+easy");
@@ -1371,28 +1350,30 @@ fn fair_v11_does_not_keep_a_choice_reserved_a_day_ahead_under_easy() {
         let both = sim(model, policies);
         assert_eq!(both[0], both[1], "{model} {policies}");
     }
-    // The judge says which model has one, in its JSON as in its header.
-    for (model, horizon) in [
-        ("fair-v11", serde_json::json!(0.5)),
-        ("fair-v10", serde_json::Value::Null),
-    ] {
-        let run = Test::new()
-            .args(&[
-                "policy",
-                "judge",
-                model,
-                "gen:small:1:3000",
-                "--samples",
-                "1",
-                "--len",
-                "128",
-                "--json",
-            ])
-            .run()
-            .success();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        assert_eq!(doc["committed_easy_horizon"], horizon, "{model}");
-    }
+}
+
+/// Each policy's worst user's and average bounded slowdown in `slurp sim
+/// TRACE --window WINDOW --model MODEL --policy POLICIES --json`.
+fn summaries(trace: &str, window: &str, model: &str, policies: &str) -> Vec<(f64, f64)> {
+    let run = Test::new()
+        .args(&[
+            "sim", trace, "--model", model, "--window", window, "--policy", policies, "--json",
+        ])
+        .run()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let of = |key: &str| p["summary"][key].as_f64().unwrap();
+            (
+                of("worst_user_bounded_slowdown"),
+                of("avg_bounded_slowdown"),
+            )
+        })
+        .collect()
 }
 
 /// `--horizon` gives a model's network for choices kept under EASY its
@@ -1485,35 +1466,8 @@ fn policy_shortlist_sets_and_takes_away_a_horizon() {
 /// and in slurp's own model the two schedule alike.
 #[test]
 fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
-    let sim = |model: &str, policies: &str| -> Vec<(f64, f64)> {
-        let run = Test::new()
-            .args(&[
-                "sim",
-                "gen:saturated:799",
-                "--model",
-                model,
-                "--window",
-                "3000:1024",
-                "--policy",
-                policies,
-                "--json",
-            ])
-            .run()
-            .success();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        doc["policies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let of = |key: &str| p["summary"][key].as_f64().unwrap();
-                (
-                    of("worst_user_bounded_slowdown"),
-                    of("avg_bounded_slowdown"),
-                )
-            })
-            .collect()
-    };
+    let sim =
+        |model: &str, policies: &str| summaries("gen:saturated:799", "3000:1024", model, policies);
     let none = sim("reference", "f1,fair-v11,fair-v12");
     let (f1, v11, v12) = (none[0], none[1], none[2]);
     assert!(v11.0 > 2.0 * v12.0, "fair-v12's worst user: {none:?}");
@@ -1527,10 +1481,13 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
         let both = sim(model, policies);
         assert_eq!(both[0], both[1], "{model} {policies}");
     }
-    // The judge says which model has one, in its JSON.
-    for (model, horizon) in [
-        ("fair-v12", serde_json::json!(0.5)),
-        ("fair-v11", serde_json::Value::Null),
+    // The judge's JSON says which of a model's networks has one.
+    let null = serde_json::Value::Null;
+    let half = serde_json::json!(0.5);
+    for (model, committed, easy) in [
+        ("fair-v10", &null, &null),
+        ("fair-v11", &null, &half),
+        ("fair-v12", &half, &half),
     ] {
         let run = Test::new()
             .args(&[
@@ -1547,11 +1504,7 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
             .run()
             .success();
         let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        assert_eq!(doc["committed_horizon"], horizon, "{model}");
-        assert_eq!(
-            doc["committed_easy_horizon"],
-            serde_json::json!(0.5),
-            "{model}"
-        );
+        assert_eq!(&doc["committed_horizon"], committed, "{model}");
+        assert_eq!(&doc["committed_easy_horizon"], easy, "{model}");
     }
 }
