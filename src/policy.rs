@@ -304,8 +304,13 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
         ),
     ];
     if args.horizon.is_some() && !model.carries(true) {
+        let instead = if model.carries(false) {
+            "; --committed-horizon gives one to its network for committed choices, which serves EASY too"
+        } else {
+            ", nor any for committed choices: a horizon applies only to such choices"
+        };
         return Ok(usage(format!(
-            "--horizon: {name} carries no network of its own for committed choices under EASY; --committed-horizon gives one to its network for committed choices, which serves EASY too"
+            "--horizon: {name} carries no network of its own for committed choices under EASY{instead}"
         )));
     }
     if args.committed_horizon.is_some() && !model.carries(false) {

@@ -86,7 +86,7 @@ struct Keep {
     /// The horizon of the start's network for committed choices under
     /// EASY: the network written there keeps it, and a search of that
     /// network plays under it.
-    horizon: Option<Horizon>,
+    easy_horizon: Option<Horizon>,
     /// The same for its network for committed choices (without
     /// backfilling, and under EASY where it serves there too).
     committed_horizon: Option<Horizon>,
@@ -600,7 +600,7 @@ fn evolve(
         validation,
         shortlist,
         horizon: match slot {
-            Slot::Easy => keep.horizon,
+            Slot::Easy => keep.easy_horizon,
             Slot::Committed => keep.committed_horizon,
             Slot::Main | Slot::SlurpEasy => None,
         },
@@ -900,7 +900,7 @@ fn write_searched(
     }
     if easy_written {
         notes.extend(
-            keep.horizon
+            keep.easy_horizon
                 .map(|h| (model::COMMITTED_EASY_HORIZON, h.to_string())),
         );
     }
@@ -1013,7 +1013,7 @@ fn searched(m: &Model, slot: Slot) -> &Model {
 /// What a search for `slot` from `m` keeps of it; why it cannot start
 /// from it.
 fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
-    let horizon = m.committed(true).horizon();
+    let easy_horizon = m.committed(true).horizon();
     let committed_horizon = m.committed(false).horizon();
     let own = |easy: bool| {
         m.committed_layers(easy).map(|layers| {
@@ -1044,7 +1044,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed: own(false),
                 easy: if m.carries(true) { own(true) } else { None },
                 slurp_easy: slurp_easy.filter(|_| args.backfill == Backfilling::None),
-                horizon,
+                easy_horizon,
                 committed_horizon,
             });
         }
@@ -1078,7 +1078,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed: own(false),
             easy: if m.carries(true) { own(true) } else { None },
             slurp_easy: None,
-            horizon,
+            easy_horizon,
             committed_horizon,
         },
         // The network for no backfilling keeps serving it; EASY's is searched.
@@ -1087,7 +1087,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             main: main.clone(),
             easy: None,
             slurp_easy,
-            horizon,
+            easy_horizon,
             committed_horizon,
         },
         // EASY keeps the network it had: its own, the shared one, or the
@@ -1097,7 +1097,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             main,
             committed: None,
             slurp_easy,
-            horizon,
+            easy_horizon,
             committed_horizon,
         },
         // One network searched for both modes.
@@ -1112,7 +1112,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed: None,
                 easy: None,
                 slurp_easy,
-                horizon,
+                easy_horizon,
                 committed_horizon,
             }
         }

@@ -1416,6 +1416,7 @@ fn policy_shortlist_sets_and_takes_away_a_horizon() {
     run.invalid().stderr_has(&[
         "--horizon",
         "no network of its own for committed choices under EASY",
+        "--committed-horizon gives one",
     ]);
     assert!(bytes.is_none());
     for bad in ["0", "inf", "soon"] {
@@ -1449,12 +1450,22 @@ fn policy_shortlist_sets_and_takes_away_a_horizon() {
         let kept = (away[0] != "--clear").then_some(0.5);
         assert_eq!(model.committed(true).horizon().map(|h| h.share), kept);
     }
-    // fair-v3 carries no network for committed choices at all.
+    // fair-v3 carries no network for committed choices at all, so neither
+    // flag sends the user to the other.
     let (run, bytes) = set("fair-v3", &["--committed-horizon", "0.5"]);
     run.invalid().stderr_has(&[
         "--committed-horizon",
         "no network of its own for committed choices",
     ]);
+    assert!(bytes.is_none());
+    let (run, bytes) = set("fair-v3", &["--horizon", "0.5"]);
+    let run = run.invalid();
+    assert!(
+        run.stderr.contains("nor any for committed choices")
+            && !run.stderr.contains("--committed-horizon gives"),
+        "{}",
+        run.stderr
+    );
     assert!(bytes.is_none());
 }
 

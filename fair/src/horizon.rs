@@ -81,12 +81,15 @@ impl Horizon {
             .map(|&j| d.jobs[j as usize].estimate)
             .max()
             .unwrap_or(0);
-        let limit = f64::from(self.share) * longest as f64;
-        let reservations = d.reservations();
+        // A reservation `s` seconds ahead is past the horizon when `s >
+        // share × longest`; `s` is whole, so when it is past the floor.
+        let limit = (f64::from(self.share) * longest as f64) as u64;
+        // A reservation begins later the more nodes it needs, so one bound
+        // on the nodes tells every shown job apart.
+        let most = d.reservations().nodes_by(d.now.saturating_add(limit));
         let far = |slot: usize| {
             let job = &d.jobs[obs.jobs[slot] as usize];
-            let start = reservations.start(d.machine.nodes_for(job.procs));
-            start.saturating_sub(d.now) as f64 > limit
+            most.is_some_and(|most| d.machine.nodes_for(job.procs) > most)
         };
         if !far(chosen) {
             return chosen;

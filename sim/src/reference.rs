@@ -125,6 +125,22 @@ impl Reservations {
         }
         shadow
     }
+
+    /// The most whole nodes free by `time` (at least `now`): a job of at
+    /// most that many begins by then ([`Reservations::start`]), a larger
+    /// one after it. `None` when every estimated end comes by `time`, so
+    /// that no job begins after it. One walk of the ends answers for every
+    /// job, where `start` walks them once a job.
+    pub fn nodes_by(&self, time: u64) -> Option<u32> {
+        let mut free = self.free;
+        for &(end, freed) in &self.ends {
+            if end > time {
+                return Some(free);
+            }
+            free += freed;
+        }
+        None
+    }
 }
 
 struct Sim<'a> {
@@ -384,4 +400,35 @@ pub fn run_choosing(
         }
     }
     Schedule::new(window, sim.starts, sim.order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reservations;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// `nodes_by` tells apart the jobs `start` would begin by a time and
+    /// after it, for every size, on random running jobs (ends before `now`
+    /// and ties among them).
+    #[test]
+    fn nodes_by_agrees_with_start_for_every_size() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        for _ in 0..500 {
+            let now = 1_000;
+            let free = rng.random_range(0..4);
+            let running: Vec<(u64, u32)> = (0..rng.random_range(0..12))
+                .map(|_| (rng.random_range(900..1_100), rng.random_range(1..5)))
+                .collect();
+            let total = free + running.iter().map(|&(_, n)| n).sum::<u32>();
+            let r = Reservations::new(now, free, running.into_iter());
+            for time in [now, now + 1, now + 37, now + 99, now + 1_000] {
+                let most = r.nodes_by(time);
+                for nodes in 1..=total.max(1) {
+                    let after = most.is_some_and(|m| nodes > m);
+                    assert_eq!(r.start(nodes) > time, after, "{r:?} {time} {nodes}");
+                }
+            }
+        }
+    }
 }
