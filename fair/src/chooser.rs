@@ -20,7 +20,6 @@
 //! ([`Learned::recording`]): every decision with a choice is kept as a
 //! [`Step`], by the network or by a heuristic teacher.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
@@ -28,10 +27,8 @@ use slurp_runtime::core::{Chooser, Order, PolicyKind, Queue, Time, float_key};
 use slurp_sim::reference::{self, Decision};
 use slurp_sim::{Machine, Schedule, SimJob, Window, Workload};
 
-use crate::kept::{Largest, Turns};
-use crate::observe::{
-    Normalisers, Observation, SLOTS, Users, interleave, interleave_all, observe_slots,
-};
+use crate::kept::{Largest, Views};
+use crate::observe::{Normalisers, Observation, Users, observe_slots};
 use crate::observe_v2::{self, Projection, Shown, Standing, Waiting};
 use crate::rollout::{Step, choose, draws, pick};
 use crate::{Model, ModelError, Sight};
@@ -72,18 +69,12 @@ pub struct Learned {
     started: Vec<u32>,
     users: Users,
     rng: Option<ChaCha8Rng>,
-    /// The queue as the observation orders it: by submission, by
-    /// estimate, by processors (each then by submission and task).
-    waiting: BTreeSet<(u64, u32)>,
-    shortest: BTreeSet<Ranked>,
-    narrowest: BTreeSet<Ranked>,
-    /// v3 and v4 only (`wide`): each user's queued jobs by submission, the users
-    /// in fair-share turns, the waiting jobs' slowdowns so far and the
-    /// largest projected mean (`kept.rs`); kept empty for v1 and v2, whose
-    /// decisions read none of them.
+    /// The queue in the orders the slots are taken from (`kept.rs`).
+    views: Views,
+    /// v3 and later only (`wide`): the waiting jobs' slowdowns so far and
+    /// the largest projected mean (`kept.rs`); kept empty for v1 and v2,
+    /// whose decisions read neither.
     wide: bool,
-    by_user: rustc_hash::FxHashMap<i64, BTreeSet<(u64, u32)>>,
-    turns: Turns,
     pending: Waiting,
     largest: Largest,
     /// The last time the core told (a rank's reckoning needs one; `left`
@@ -195,8 +186,9 @@ impl Learned {
         cores: u64,
         rng: Option<ChaCha8Rng>,
     ) -> Learned {
+        let wide = who.sight().wide();
         Learned {
-            wide: who.sight().wide(),
+            wide,
             who,
             norm,
             standing: Standing::default(),
@@ -211,11 +203,7 @@ impl Learned {
             jobs,
             users: Users::default(),
             rng,
-            waiting: BTreeSet::new(),
-            shortest: BTreeSet::new(),
-            narrowest: BTreeSet::new(),
-            by_user: rustc_hash::FxHashMap::default(),
-            turns: Turns::default(),
+            views: Views::new(wide),
             pending: Waiting::default(),
             largest: Largest::default(),
             clock: Time(0),
@@ -261,26 +249,9 @@ impl Learned {
         if !self.wide {
             return;
         }
-        let first = self
-            .by_user
-            .get(&user)
-            .and_then(|jobs| jobs.first().copied());
-        self.turns.place(&self.standing, user, first, self.clock);
+        self.views.place(&self.standing, user, self.clock);
         self.largest.update(&self.standing, &self.pending, user);
     }
-}
-
-/// A key of the estimate and size views: (key, submission, task).
-type Ranked = (u64, u64, u32);
-
-/// Where `task` sorts in each kept view of the queue: one place, so that
-/// leaving removes exactly what queueing inserted.
-fn view_keys(job: &SimJob, task: u32) -> ((u64, u32), Ranked, Ranked) {
-    (
-        (job.submit, task),
-        (job.estimate, job.submit, task),
-        (job.procs.into(), job.submit, task),
-    )
 }
 
 /// A task of a real run, as the learned policy sees it.
@@ -304,7 +275,7 @@ impl Chooser for Learned {
             return first;
         }
         debug_assert_eq!(
-            self.waiting.len(),
+            self.views.len(),
             queue.len(),
             "the chooser's view of the queue"
         );
@@ -312,22 +283,7 @@ impl Chooser for Learned {
         // reading and selecting from a queue of thousands at every decision
         // was most of a run's time.
         let wide = self.wide;
-        let slots = if self.waiting.len() <= SLOTS {
-            self.waiting.iter().map(|&(_, j)| j).collect()
-        } else if wide {
-            let turns = self.turns.slots(&self.standing, now, &self.by_user);
-            interleave_all(&mut [
-                &mut turns.into_iter(),
-                &mut self.waiting.iter().map(|&(_, j)| j),
-                &mut self.shortest.iter().map(|&(_, _, j)| j),
-                &mut self.narrowest.iter().map(|&(_, _, j)| j),
-            ])
-        } else {
-            interleave(
-                self.shortest.iter().map(|&(_, _, j)| j),
-                self.narrowest.iter().map(|&(_, _, j)| j),
-            )
-        };
+        let slots = self.views.slots(&self.standing, now);
         let largest = wide.then(|| self.largest.at(&self.standing, &self.pending, now));
         // Debug builds (the tests) check the kept views against the queue.
         let mut whole = Vec::new();
@@ -452,13 +408,9 @@ impl Chooser for Learned {
         self.clock = self.clock.max(ready);
         if let Some(job) = self.jobs.get_mut(task as usize) {
             job.submit = ready.0 / 1000;
-            let (by_submit, by_estimate, by_procs) = view_keys(job, task);
-            self.waiting.insert(by_submit);
-            self.shortest.insert(by_estimate);
-            self.narrowest.insert(by_procs);
+            self.views.queued(job, task);
             if self.wide {
                 let user = job.user;
-                self.by_user.entry(user).or_default().insert(by_submit);
                 self.pending.queued(user, job.submit, job.estimate);
                 self.place_user(user);
             }
@@ -467,22 +419,12 @@ impl Chooser for Learned {
 
     fn left(&mut self, task: u32) {
         if let Some(job) = self.jobs.get(task as usize) {
-            let (by_submit, by_estimate, by_procs) = view_keys(job, task);
-            self.waiting.remove(&by_submit);
-            self.shortest.remove(&by_estimate);
-            self.narrowest.remove(&by_procs);
+            self.views.left(job, task);
             if !self.wide {
                 return;
             }
             self.pending.left(job.user, job.submit, job.estimate);
-            let user = job.user;
-            if let Some(jobs) = self.by_user.get_mut(&user) {
-                jobs.remove(&by_submit);
-                if jobs.is_empty() {
-                    self.by_user.remove(&user);
-                }
-            }
-            self.place_user(user);
+            self.place_user(job.user);
         }
     }
 }

@@ -1,8 +1,15 @@
-//! What a v3 chooser keeps between decisions, so that a decision costs
+//! What a chooser keeps between decisions, so that a decision costs
 //! O(SLOTS + running users + log users) rather than a pass over every
-//! user: in a real run each line of a plain list is a user, and a list of
-//! 10,000 lines made every decision walk 10,000 users.
+//! queued job and every user: in a real run each line of a plain list is a
+//! user, and a list of 10,000 lines made every decision walk 10,000 users;
+//! a whole trace in RLScheduler's model queues tens of thousands of jobs.
 //!
+//! - [`Views`]: the queued jobs in each order the slots are taken from
+//!   (oldest, shortest estimate, fewest cores, each user's oldest), told of
+//!   each arrival and departure. The slots are exactly
+//!   `observe::slots`'s and `observe_v2::wide_slots`'s (ties go to the
+//!   lower job index in both), which debug builds check at every decision
+//!   in slurp's model and in the reference model.
 //! - [`Turns`]: the users with queued jobs in fair-share order. A user
 //!   with nothing running keeps its rank (`FairShare`'s scaled usage does
 //!   not move while nothing runs), so those sit in an ordered set keyed by
@@ -23,8 +30,122 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap;
 use slurp_runtime::core::Time;
 
-use crate::observe::SLOTS;
+use slurp_sim::SimJob;
+
+use crate::observe::{SLOTS, interleave, interleave_all};
 use crate::observe_v2::{Standing, Waiting, projected, projected_line, rank, round_robin};
+
+/// A key of the estimate and size views: (key, submission, job).
+type Ranked = (u64, u64, u32);
+
+/// The queued jobs in the orders the observation's slots are taken from.
+#[derive(Debug, Default)]
+pub struct Views {
+    /// v3's slots (`observe_v2::wide_slots`): also each user's queue and
+    /// the users in fair-share turns.
+    wide: bool,
+    oldest: BTreeSet<(u64, u32)>,
+    shortest: BTreeSet<Ranked>,
+    narrowest: BTreeSet<Ranked>,
+    by_user: FxHashMap<i64, BTreeSet<(u64, u32)>>,
+    turns: Turns,
+}
+
+impl Views {
+    /// For a chooser of v3's slots (`wide`) or v1's.
+    pub fn new(wide: bool) -> Views {
+        Views {
+            wide,
+            ..Views::default()
+        }
+    }
+
+    /// Jobs queued.
+    pub fn len(&self) -> usize {
+        self.oldest.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.oldest.is_empty()
+    }
+
+    /// Where `job` sorts in each view: one place, so that leaving removes
+    /// exactly what queueing inserted.
+    fn keys(job: &SimJob, j: u32) -> ((u64, u32), Ranked, Ranked) {
+        (
+            (job.submit, j),
+            (job.estimate, job.submit, j),
+            (job.procs.into(), job.submit, j),
+        )
+    }
+
+    /// Job `j` began to wait. A wide view's caller then [`Views::place`]s
+    /// its user.
+    pub fn queued(&mut self, job: &SimJob, j: u32) {
+        let (oldest, shortest, narrowest) = Views::keys(job, j);
+        self.oldest.insert(oldest);
+        self.shortest.insert(shortest);
+        self.narrowest.insert(narrowest);
+        if self.wide {
+            self.by_user.entry(job.user).or_default().insert(oldest);
+        }
+    }
+
+    /// Job `j` stopped waiting (it started or left the queue); whether it
+    /// was queued. A wide view's caller then places its user.
+    pub fn left(&mut self, job: &SimJob, j: u32) -> bool {
+        let (oldest, shortest, narrowest) = Views::keys(job, j);
+        if !self.oldest.remove(&oldest) {
+            return false;
+        }
+        self.shortest.remove(&shortest);
+        self.narrowest.remove(&narrowest);
+        if self.wide
+            && let Some(jobs) = self.by_user.get_mut(&job.user)
+        {
+            jobs.remove(&oldest);
+            if jobs.is_empty() {
+                self.by_user.remove(&job.user);
+            }
+        }
+        true
+    }
+
+    /// Puts `user` where it now belongs in fair-share turns, after a change
+    /// to its queue or to its running jobs in `standing`.
+    pub fn place(&mut self, standing: &Standing, user: i64, now: Time) {
+        if !self.wide {
+            return;
+        }
+        let first = self
+            .by_user
+            .get(&user)
+            .and_then(|jobs| jobs.first().copied());
+        self.turns.place(standing, user, first, now);
+    }
+
+    /// The jobs shown at a decision at `now`: with at most SLOTS queued,
+    /// all of them oldest first; else the first SLOTS of the orders taken
+    /// in turn (v3's four, or v1's shortest and narrowest).
+    pub fn slots(&mut self, standing: &Standing, now: Time) -> Vec<u32> {
+        if self.oldest.len() <= SLOTS {
+            return self.oldest.iter().map(|&(_, j)| j).collect();
+        }
+        if !self.wide {
+            return interleave(
+                self.shortest.iter().map(|&(_, _, j)| j),
+                self.narrowest.iter().map(|&(_, _, j)| j),
+            );
+        }
+        let turns = self.turns.slots(standing, now, &self.by_user);
+        interleave_all(&mut [
+            &mut turns.into_iter(),
+            &mut self.oldest.iter().map(|&(_, j)| j),
+            &mut self.shortest.iter().map(|&(_, _, j)| j),
+            &mut self.narrowest.iter().map(|&(_, _, j)| j),
+        ])
+    }
+}
 
 /// Where a user with queued jobs is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -386,12 +386,22 @@ impl Shown {
     }
 }
 
-/// The standing kept across the decisions of one reference-model episode:
-/// told, at each decision, the jobs started since the last one and those
-/// that ended by now (at start + run).
+/// The standing and the queue's views kept across the decisions of one
+/// reference-model episode: told, at each decision, the jobs that arrived,
+/// those started since the last one and those that ended by now (at
+/// start + run).
 #[derive(Debug)]
 pub struct Follow {
     standing: Standing,
+    /// The queue in the orders the slots are taken from: a whole trace
+    /// queues tens of thousands of jobs, and selecting the slots from all
+    /// of them at every decision was most of a replay's time.
+    views: crate::kept::Views,
+    /// v3 and later: the waiting jobs' slowdowns so far, told as the views.
+    pending: Waiting,
+    /// Jobs that arrived (window positions below it), and jobs started,
+    /// by the last decision.
+    seen: usize,
     told: usize,
     ends: BinaryHeap<Reverse<(u64, u32)>>,
     /// v3's slots ([`wide_slots`]) rather than v1's.
@@ -405,6 +415,9 @@ impl Follow {
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
+            views: crate::kept::Views::new(sight.wide()),
+            pending: Waiting::default(),
+            seen: 0,
             told: 0,
             ends: BinaryHeap::new(),
             wide: sight.wide(),
@@ -420,9 +433,26 @@ impl Follow {
 
     /// The observation of decision `d`.
     pub fn observe(&mut self, d: &Decision<'_>) -> Observation {
+        let now = Time(d.now * 1000);
+        // Jobs arrive in window order, and every one that arrived is queued
+        // or started: the new ones are the positions up to that count. One
+        // that also started since is queued first, then leaves.
+        let arrived = d.queue.len() + d.started.len();
+        for j in self.seen..arrived {
+            let job = &d.jobs[j];
+            self.views.queued(job, j as u32);
+            if self.wide {
+                self.pending.queued(job.user, job.submit, job.estimate);
+            }
+            self.views.place(&self.standing, job.user, now);
+        }
+        self.seen = self.seen.max(arrived);
         for &j in &d.started[self.told..] {
             let job = &d.jobs[j as usize];
             let start = d.starts[j as usize];
+            if self.views.left(job, j) && self.wide {
+                self.pending.left(job.user, job.submit, job.estimate);
+            }
             self.standing.started(
                 job.user,
                 start.saturating_sub(job.submit),
@@ -430,6 +460,7 @@ impl Follow {
                 job.procs.into(),
                 Time(start * 1000),
             );
+            self.views.place(&self.standing, job.user, now);
             self.ends.push(Reverse((start + job.run, j)));
         }
         self.told = d.started.len();
@@ -442,19 +473,23 @@ impl Follow {
             let start = Time(d.starts[j as usize] * 1000);
             self.standing
                 .ended(job.user, job.procs.into(), start, Time(end * 1000));
+            self.views.place(&self.standing, job.user, now);
         }
-        let now = Time(d.now * 1000);
-        let (jobs, waiting) = if self.wide {
-            (
-                wide_slots(d, &self.standing, now),
-                Some(Waiting::of(d.queue.iter().map(|&j| &d.jobs[j as usize]))),
-            )
-        } else {
-            (slots(d), None)
-        };
-        let projection = waiting
-            .as_ref()
-            .map(|w| Projection::scan(&self.standing, w, now));
+        let jobs = self.views.slots(&self.standing, now);
+        // Debug builds (the tests) check the kept views against the queue.
+        debug_assert_eq!(self.views.len(), d.queue.len(), "the kept queue");
+        debug_assert_eq!(
+            jobs,
+            if self.wide {
+                wide_slots(d, &self.standing, now)
+            } else {
+                slots(d)
+            },
+            "slots from the kept views"
+        );
+        let projection = self
+            .wide
+            .then(|| Projection::scan(&self.standing, &self.pending, now));
         let shown: Vec<Shown> = jobs
             .iter()
             .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))

@@ -36,7 +36,7 @@ use crate::observe_v2::{Follow, rank};
 #[derive(Debug)]
 pub enum Eyes {
     V1(Normalisers, Users),
-    V2(Follow),
+    V2(Box<Follow>),
 }
 
 impl Eyes {
@@ -44,7 +44,7 @@ impl Eyes {
         match sight {
             Sight::V1 => Eyes::V1(*norm, Users::default()),
             Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
-                Eyes::V2(Follow::new(sight))
+                Eyes::V2(Box::new(Follow::new(sight)))
             }
         }
     }

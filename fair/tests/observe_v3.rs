@@ -245,3 +245,75 @@ fn v4_tells_narrow_jobs_apart_on_a_large_instance() {
     assert!((feature(Sight::V4, 1, 8) + 8f32.log10() / 2.0).abs() < 1e-6);
     assert!(feature(Sight::V4, 2, 8).abs() < 1e-6);
 }
+
+/// In the reference model the slots are read from views of the queue kept
+/// between decisions (`kept::Views`), and the waiting jobs' sums are kept
+/// as they arrive and start: on a saturated workload, whose queue runs to
+/// hundreds, every decision shows the jobs a fresh selection from the whole
+/// queue shows, with the same features but for the rounding of those sums.
+#[test]
+fn a_replays_kept_slots_are_a_fresh_selection_from_the_whole_queue() {
+    use slurp_fair::observe_v2::{Follow, Projection, Shown, Waiting, observe};
+    use slurp_runtime::core::Order;
+    use slurp_sim::generate::generate;
+    use slurp_sim::reference::{key, run_choosing};
+
+    let trace = generate(&Family::Saturated.spec(1500), 11);
+    let workload = slurp_sim::Workload::new(&trace, Machine::of(&trace).unwrap());
+    let window = Window {
+        start: 200,
+        len: 1200,
+    };
+    for sight in [Sight::V2, Sight::V4, Sight::V5, Sight::V9] {
+        for backfill in [false, true] {
+            let mut follow = Follow::new(sight);
+            let (mut deepest, mut decisions) = (0, 0);
+            run_choosing(&workload, window, backfill, |d| {
+                let kept = follow.observe(d);
+                let now = ms(d.now);
+                let standing = follow.standing();
+                let fresh_slots = if sight.wide() {
+                    wide_slots(d, standing, now)
+                } else {
+                    slots(d)
+                };
+                assert_eq!(kept.jobs, fresh_slots, "{sight:?} at {}", d.now);
+                let waiting = Waiting::of(d.queue.iter().map(|&j| &d.jobs[j as usize]));
+                let shown: Vec<Shown> = fresh_slots
+                    .iter()
+                    .map(|&j| Shown::of(&d.jobs[j as usize], d.now, d.fits(j)))
+                    .collect();
+                let fresh = observe(
+                    &shown,
+                    fresh_slots,
+                    d.machine.procs(),
+                    standing,
+                    sight
+                        .wide()
+                        .then(|| Projection::scan(standing, &waiting, now)),
+                    now,
+                    sight,
+                );
+                for (i, (a, b)) in kept.features.iter().zip(&fresh.features).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                        "{sight:?} at {}: feature {i} kept {a}, fresh {b}",
+                        d.now
+                    );
+                }
+                deepest = deepest.max(d.queue.len());
+                decisions += 1;
+                // F1's job: the replay goes on as a heuristic's would.
+                *d.queue
+                    .iter()
+                    .min_by_key(|&&j| (key(Order::F1, &d.jobs[j as usize], d.now), j))
+                    .unwrap()
+            });
+            assert!(
+                deepest > SLOTS,
+                "{sight:?}: the queue reached only {deepest}"
+            );
+            assert!(decisions > 500, "{decisions} decisions");
+        }
+    }
+}

@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=30000, help="jobs of each generated trace")
     ap.add_argument("--model", choices=["slurp", "reference"], default="slurp",
                     help="the simulation model (the reference model's whole-node queue on RICC grows "
-                         "to tens of thousands of jobs: minutes a stretch)")
+                         "to tens of thousands of jobs: tens of seconds a stretch)")
     ap.add_argument("--backfill", choices=["easy", "none", "both"], default="both")
     ap.add_argument("models", nargs="+", help="MODEL.onnx or NAME=MODEL.onnx")
     args = ap.parse_args()

@@ -7,11 +7,23 @@
 //! wait and has no spare-node rule, and the replay stops when the window's
 //! last job has started. Where the reference's behaviour depends on the
 //! order of its lists (ties in a stable sort, which of two jobs ending at
-//! the same second is released first) this module keeps the same lists and
-//! sorts them the same way.
+//! the same second is released first) this module gives the same lists.
+//!
+//! It does not sort them as often. The reference sorts its running jobs at
+//! every event, its queue at every decision, and the queue again while a
+//! job waits with backfilling, walking all of it after every event; on a
+//! whole trace, whose queue holds tens of thousands, that made a replay
+//! cost jobs × queue (RICC with `sjf+easy`: minutes). Here only what
+//! changed since the last sort is sorted and merged, a walk is repeated
+//! only after an end (an arrival can start only itself), a reservation is
+//! read from the running jobs kept by estimated end, and a heuristic of
+//! fixed keys is taken from an ordered set ([`run`]). Each of these gives
+//! the list the reference's sorts give, ties included; a test replays
+//! workloads crowded with ties under the reference's own list handling and
+//! compares every schedule.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use slurp_runtime::core::{FairShare, HALF_LIFE, Order, Time, float_key};
 
@@ -148,6 +160,10 @@ struct Sim<'a> {
     submit: &'a [u64],
     run: &'a [u64],
     estimate: &'a [u64],
+    /// A heuristic's fixed keys, when it chooses: the order it leaves the
+    /// queue in, which backfilling's stable sort by submission keeps among
+    /// jobs submitted at the same second (see [`run`]).
+    ties: Option<&'a [Key]>,
     /// Whole nodes each job takes.
     nodes: Vec<u32>,
     free: u32,
@@ -156,8 +172,28 @@ struct Sim<'a> {
     next: usize,
     queue: Vec<u32>,
     running: Vec<u32>,
+    /// How many of `running`'s first jobs are as `step`'s stable sort by
+    /// end left them: the jobs started since follow them unsorted, and
+    /// backfilling's own sort (by estimated end) sets it to 0. Sorting only
+    /// the tail and merging it gives the same list as sorting it all, at
+    /// the cost of the jobs started since the last event rather than of
+    /// every running job.
+    sorted: usize,
+    /// The running jobs by estimated end: what a reservation is read from,
+    /// kept as jobs start and end rather than sorted at every wait.
+    by_estimate: BTreeSet<(u64, u32)>,
+    /// Whether every job takes at least one node, so that none fits once
+    /// no node is free (a backfilling pass stops there).
+    no_empty: bool,
     starts: Vec<u64>,
     order: Vec<u32>,
+}
+
+/// What one event of [`Sim::step`] was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Arrival,
+    Release,
 }
 
 impl Sim<'_> {
@@ -165,9 +201,14 @@ impl Sim<'_> {
         self.starts[j as usize] + self.run[j as usize]
     }
 
+    fn estimated_end(&self, j: u32) -> u64 {
+        self.starts[j as usize] + self.estimate[j as usize]
+    }
+
     fn start(&mut self, j: u32) {
         self.starts[j as usize] = self.now;
         self.free -= self.nodes[j as usize];
+        self.by_estimate.insert((self.estimated_end(j), j));
         self.running.push(j);
         self.order.push(j);
     }
@@ -179,22 +220,51 @@ impl Sim<'_> {
     /// One event: the next arrival if it comes no later than the earliest
     /// end (arrivals win ties), else that end. `false` when neither exists.
     fn step(&mut self) -> bool {
-        let mut running = std::mem::take(&mut self.running);
-        running.sort_by_key(|&r| self.end(r));
-        self.running = running;
+        self.event().is_some()
+    }
+
+    /// [`Sim::step`], telling which event it was.
+    fn event(&mut self) -> Option<Event> {
+        self.sort_running();
         let release = self.running.first().map_or(u64::MAX, |&r| self.end(r));
         if self.next < self.submit.len() && self.submit[self.next] <= release {
             self.now = self.now.max(self.submit[self.next]);
             self.queue.push(self.next as u32);
             self.next += 1;
+            Some(Event::Arrival)
         } else if let Some(&r) = self.running.first() {
             self.now = self.now.max(release);
             self.free += self.nodes[r as usize];
             self.running.remove(0);
+            self.sorted -= 1;
+            self.by_estimate.remove(&(self.estimated_end(r), r));
+            Some(Event::Release)
         } else {
-            return false;
+            None
         }
-        true
+    }
+
+    /// `running` as a stable sort by end leaves it (the reference sorts
+    /// the whole list at every event): the jobs started since the last
+    /// sort, sorted among themselves, each placed after the sorted jobs
+    /// that end no later than it.
+    fn sort_running(&mut self) {
+        let mut running = std::mem::take(&mut self.running);
+        if self.sorted == 0 {
+            running.sort_by_key(|&r| self.end(r));
+        } else if self.sorted < running.len() {
+            let mut tail = running.split_off(self.sorted);
+            tail.sort_by_key(|&r| self.end(r));
+            let mut from = 0;
+            for r in tail {
+                let end = self.end(r);
+                from += running[from..].partition_point(|&q| self.end(q) <= end);
+                running.insert(from, r);
+                from += 1;
+            }
+        }
+        self.sorted = running.len();
+        self.running = running;
     }
 
     /// Waits, starting nothing, until `chosen` fits.
@@ -205,37 +275,92 @@ impl Sim<'_> {
     /// Waits until `chosen` fits, backfilling meanwhile what fits now and
     /// ends (by its estimate) strictly before the shadow time.
     fn wait_backfilling(&mut self, chosen: u32) {
-        // The reference sorts its running list in place: which of two jobs
-        // ending at the same second is released first depends on it.
+        // The reference sorts its running list in place by estimated end,
+        // and the next event sorts it by end: which of two jobs ending at
+        // the same second is released first depends on it. The two stable
+        // sorts order the list by end, then estimated end, then where each
+        // job stood; so the list is put in `step`'s order (by end, then
+        // where each stood) and only the jobs of equal end are sorted again.
+        self.sort_running();
         let mut running = std::mem::take(&mut self.running);
-        running.sort_by_key(|&r| self.starts[r as usize] + self.estimate[r as usize]);
+        for tied in running.chunk_by_mut(|&a, &b| self.end(a) == self.end(b)) {
+            if tied.len() > 1 {
+                tied.sort_by_key(|&r| self.estimated_end(r));
+            }
+        }
         self.running = running;
-        let shadow = Reservations::new(
-            self.now,
-            self.free,
-            self.running.iter().map(|&r| {
-                (
-                    self.starts[r as usize] + self.estimate[r as usize],
-                    self.nodes[r as usize],
-                )
-            }),
-        )
-        .start(self.nodes[chosen as usize]);
-        while !self.fits(chosen) {
-            let mut queue = std::mem::take(&mut self.queue);
-            queue.sort_by_key(|&j| self.submit[j as usize]);
-            let mut kept = Vec::with_capacity(queue.len());
-            for j in queue {
-                if self.fits(j) && self.now + self.estimate[j as usize] < shadow {
-                    self.start(j);
-                } else {
-                    kept.push(j);
+        let shadow = self.shadow(self.nodes[chosen as usize]);
+        // The reference sorts the queue by submission and walks all of it
+        // after every event. The walk leaves no job that could start: an
+        // arrival keeps the nodes free and moves the clock on, so only the
+        // new job can (last in submit order when it came no earlier than
+        // the others: it goes last in a stable sort); only an end frees
+        // nodes for the others. So the queue is sorted once, walked again
+        // only after an end, and a walk stops once no node is free.
+        let mut queue = std::mem::take(&mut self.queue);
+        match self.ties {
+            Some(ties) => queue.sort_by_key(|&j| (self.submit[j as usize], ties[j as usize], j)),
+            None => queue.sort_by_key(|&j| self.submit[j as usize]),
+        }
+        self.queue = queue;
+        let mut from = 0;
+        loop {
+            self.backfill_from(from, shadow);
+            match self.event() {
+                None => break,
+                Some(_) if self.fits(chosen) => break,
+                Some(Event::Release) => from = 0,
+                Some(Event::Arrival) => {
+                    let n = self.queue.len();
+                    let last = self.submit[self.queue[n - 1] as usize];
+                    if n >= 2 && self.submit[self.queue[n - 2] as usize] > last {
+                        // Out of submit order: sorted and walked again.
+                        let mut queue = std::mem::take(&mut self.queue);
+                        queue.sort_by_key(|&j| self.submit[j as usize]);
+                        self.queue = queue;
+                        from = 0;
+                    } else {
+                        from = n - 1;
+                    }
                 }
             }
-            self.queue = kept;
-            if !self.step() {
+        }
+    }
+
+    /// [`Reservations::start`] of the running jobs: from when `nodes`
+    /// whole nodes are free, by the running jobs' estimated ends.
+    fn shadow(&self, nodes: u32) -> u64 {
+        let mut free = self.free;
+        if free >= nodes {
+            return self.now;
+        }
+        let mut shadow = self.now;
+        for &(end, r) in &self.by_estimate {
+            free += self.nodes[r as usize];
+            shadow = end;
+            if free >= nodes {
                 break;
             }
+        }
+        shadow
+    }
+
+    /// Starts, in queue order from position `from`, the queued jobs that
+    /// fit now and end (by their estimate) strictly before `shadow`.
+    fn backfill_from(&mut self, from: usize, shadow: u64) {
+        let mut started = Vec::new();
+        for at in from..self.queue.len() {
+            if self.free == 0 && self.no_empty {
+                break;
+            }
+            let j = self.queue[at];
+            if self.fits(j) && self.now + self.estimate[j as usize] < shadow {
+                self.start(j);
+                started.push(at);
+            }
+        }
+        for &at in started.iter().rev() {
+            self.queue.remove(at);
         }
     }
 }
@@ -252,17 +377,65 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
     } else {
         jobs.iter().map(|j| key(order, j, 0)).collect()
     };
+    // Without backfilling nothing but this order reorders the queue: the
+    // first job is taken from it and arrivals are appended. So the jobs
+    // before the arrivals are still sorted, and sorting the arrivals and
+    // placing each after the sorted jobs of no greater key is the stable
+    // sort of the whole queue (a whole trace queues tens of thousands).
+    // Backfilling sorts the queue by submission while a job waits.
+    if backfill && !order.is_dynamic() {
+        return run_fixed_backfilling(workload, window, &fixed);
+    }
+    let mut sorted = 0;
     run_choosing(workload, window, backfill, |d| {
         if order.is_dynamic() {
             let now = d.now;
             d.queue
                 .sort_by_cached_key(|&j| key(order, &d.jobs[j as usize], now));
-        } else {
-            // Fixed keys: the queue is sorted but for the jobs that came
-            // since, which a stable, run-aware sort merges in one pass.
+        } else if backfill || sorted == 0 || sorted > d.queue.len() {
             d.queue.sort_by_key(|&j| fixed[j as usize]);
+        } else {
+            let mut arrived = d.queue.split_off(sorted);
+            arrived.sort_by_key(|&j| fixed[j as usize]);
+            let mut from = 0;
+            for j in arrived {
+                let k = fixed[j as usize];
+                from += d.queue[from..].partition_point(|&q| fixed[q as usize] <= k);
+                d.queue.insert(from, j);
+                from += 1;
+            }
         }
+        // The first job starts and leaves the queue.
+        sorted = d.queue.len() - 1;
         d.queue[0]
+    })
+}
+
+/// [`run`] with backfilling, for an order whose keys do not change.
+///
+/// The reference sorts the queue by the order's key at every decision and
+/// by submission while the chosen job waits, each sort stable: on a deep
+/// queue two full sorts a decision. Each sort's ties keep the order the
+/// other left, and arrivals come in window order, so the first job by key
+/// is always the least (key, position) (kept here in an ordered set), and
+/// the queue backfilling walks is in (submission, key, position) order:
+/// `Sim` sorts it so, and no longer needs the queue in key order.
+fn run_fixed_backfilling(workload: &Workload, window: Window, fixed: &[Key]) -> Schedule {
+    let mut queued: BTreeSet<(Key, u32)> = BTreeSet::new();
+    let (mut seen, mut told) = (0, 0);
+    replay(workload, window, true, Some(fixed), |d| {
+        // Jobs arrive in window order, and every one that arrived is queued
+        // or started; one that also started since is added, then taken out.
+        let arrived = d.queue.len() + d.started.len();
+        for (j, &key) in fixed.iter().enumerate().take(arrived).skip(seen) {
+            queued.insert((key, j as u32));
+        }
+        seen = seen.max(arrived);
+        for &j in &d.started[told..] {
+            queued.remove(&(fixed[j as usize], j));
+        }
+        told = d.started.len();
+        queued.first().map_or(d.queue[0], |&(_, j)| j)
     })
 }
 
@@ -340,6 +513,18 @@ pub fn run_choosing(
     workload: &Workload,
     window: Window,
     backfill: bool,
+    choose: impl FnMut(&mut Decision<'_>) -> u32,
+) -> Schedule {
+    replay(workload, window, backfill, None, choose)
+}
+
+/// [`run_choosing`], backfilling's sort breaking ties in submission by
+/// `ties` when given.
+fn replay(
+    workload: &Workload,
+    window: Window,
+    backfill: bool,
+    ties: Option<&[Key]>,
     mut choose: impl FnMut(&mut Decision<'_>) -> u32,
 ) -> Schedule {
     let jobs = &workload.jobs[window.range()];
@@ -354,12 +539,16 @@ pub fn run_choosing(
         submit: &submit,
         run: &run,
         estimate: &estimate,
+        ties,
         nodes: jobs.iter().map(|j| machine.nodes_for(j.procs)).collect(),
+        no_empty: jobs.iter().all(|j| machine.nodes_for(j.procs) > 0),
         free: machine.nodes,
         now: submit.first().copied().unwrap_or(0),
         next: 0,
         queue: Vec::new(),
         running: Vec::new(),
+        sorted: 0,
+        by_estimate: BTreeSet::new(),
         starts: vec![0; jobs.len()],
         order: Vec::with_capacity(jobs.len()),
     };
@@ -404,9 +593,233 @@ pub fn run_choosing(
 
 #[cfg(test)]
 mod tests {
-    use super::Reservations;
+    use super::{Key, Reservations, key, run, run_choosing};
+    use crate::workload::Dropped;
+    use crate::{Machine, SimJob, Window, Workload};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+    use slurp_runtime::core::Order;
+
+    /// The reference's list handling as written (RL-SPEC.md), kept as the
+    /// oracle for `Sim`, which gives the same lists without sorting all
+    /// of them at every event: the running jobs sorted by end at every
+    /// event, and, while a chosen job waits with backfilling, the queue
+    /// sorted by submission and walked whole after every event.
+    mod naive {
+        use super::super::Decision;
+        use crate::{Schedule, Window, Workload};
+
+        struct Sim {
+            submit: Vec<u64>,
+            run: Vec<u64>,
+            estimate: Vec<u64>,
+            nodes: Vec<u32>,
+            free: u32,
+            now: u64,
+            next: usize,
+            queue: Vec<u32>,
+            running: Vec<u32>,
+            starts: Vec<u64>,
+            order: Vec<u32>,
+        }
+
+        impl Sim {
+            fn end(&self, j: u32) -> u64 {
+                self.starts[j as usize] + self.run[j as usize]
+            }
+
+            fn start(&mut self, j: u32) {
+                self.starts[j as usize] = self.now;
+                self.free -= self.nodes[j as usize];
+                self.running.push(j);
+                self.order.push(j);
+            }
+
+            fn fits(&self, j: u32) -> bool {
+                self.nodes[j as usize] <= self.free
+            }
+
+            fn step(&mut self) -> bool {
+                let mut running = std::mem::take(&mut self.running);
+                running.sort_by_key(|&r| self.end(r));
+                self.running = running;
+                let release = self.running.first().map_or(u64::MAX, |&r| self.end(r));
+                if self.next < self.submit.len() && self.submit[self.next] <= release {
+                    self.now = self.now.max(self.submit[self.next]);
+                    self.queue.push(self.next as u32);
+                    self.next += 1;
+                } else if let Some(&r) = self.running.first() {
+                    self.now = self.now.max(release);
+                    self.free += self.nodes[r as usize];
+                    self.running.remove(0);
+                } else {
+                    return false;
+                }
+                true
+            }
+
+            fn wait_backfilling(&mut self, chosen: u32) {
+                let mut running = std::mem::take(&mut self.running);
+                running.sort_by_key(|&r| self.starts[r as usize] + self.estimate[r as usize]);
+                self.running = running;
+                let mut free = self.free;
+                let mut shadow = self.now;
+                let mut ends: Vec<(u64, u32)> = self
+                    .running
+                    .iter()
+                    .map(|&r| {
+                        let r = r as usize;
+                        (self.starts[r] + self.estimate[r], self.nodes[r])
+                    })
+                    .collect();
+                ends.sort_by_key(|&(end, _)| end);
+                if free < self.nodes[chosen as usize] {
+                    for (end, freed) in ends {
+                        free += freed;
+                        shadow = end;
+                        if free >= self.nodes[chosen as usize] {
+                            break;
+                        }
+                    }
+                }
+                while !self.fits(chosen) {
+                    let mut queue = std::mem::take(&mut self.queue);
+                    queue.sort_by_key(|&j| self.submit[j as usize]);
+                    let mut kept = Vec::with_capacity(queue.len());
+                    for j in queue {
+                        if self.fits(j) && self.now + self.estimate[j as usize] < shadow {
+                            self.start(j);
+                        } else {
+                            kept.push(j);
+                        }
+                    }
+                    self.queue = kept;
+                    if !self.step() {
+                        break;
+                    }
+                }
+            }
+        }
+
+        pub fn run_choosing(
+            workload: &Workload,
+            window: Window,
+            backfill: bool,
+            mut choose: impl FnMut(&mut Decision<'_>) -> u32,
+        ) -> Schedule {
+            let jobs = &workload.jobs[window.range()];
+            let machine = workload.machine;
+            let mut sim = Sim {
+                submit: jobs.iter().map(|j| j.submit).collect(),
+                run: jobs.iter().map(|j| j.run).collect(),
+                estimate: jobs.iter().map(|j| j.estimate).collect(),
+                nodes: jobs.iter().map(|j| machine.nodes_for(j.procs)).collect(),
+                free: machine.nodes,
+                now: jobs[0].submit,
+                next: 1,
+                queue: vec![0],
+                running: Vec::new(),
+                starts: vec![0; jobs.len()],
+                order: Vec::new(),
+            };
+            while !sim.queue.is_empty() {
+                let chosen = choose(&mut Decision {
+                    now: sim.now,
+                    jobs,
+                    machine,
+                    free_nodes: sim.free,
+                    queue: &mut sim.queue,
+                    started: &sim.order,
+                    starts: &sim.starts,
+                    running: &sim.running,
+                });
+                if !sim.fits(chosen) {
+                    if backfill {
+                        sim.wait_backfilling(chosen);
+                    } else {
+                        while !sim.fits(chosen) && sim.step() {}
+                    }
+                }
+                let at = sim.queue.iter().position(|&j| j == chosen).unwrap();
+                sim.queue.remove(at);
+                sim.start(chosen);
+                while sim.queue.is_empty() && sim.next < jobs.len() {
+                    sim.step();
+                }
+            }
+            Schedule::new(window, sim.starts, sim.order)
+        }
+    }
+
+    /// A workload crowded with ties: jobs submitted in bursts of the same
+    /// second, runs and estimates that end together, sizes up to the
+    /// whole machine (on nodes of one or two processors). The gaps between
+    /// bursts are multiplied by `spread`: at 1 the queue grows to hundreds,
+    /// at 4 it stays short and jobs of the same second meet at its head.
+    fn tied(rng: &mut ChaCha8Rng, jobs: usize, spread: u64) -> Workload {
+        let machine = Machine {
+            nodes: 8,
+            procs_per_node: rng.random_range(1..=2),
+        };
+        let mut submit = 0;
+        let jobs = (0..jobs)
+            .map(|i| {
+                submit += [0, 0, 0, 1, 2, 5][rng.random_range(0..6)] * spread;
+                let run = rng.random_range(1..=12);
+                SimJob {
+                    id: i as i64,
+                    submit,
+                    run,
+                    estimate: run + [0, 0, 3, 8][rng.random_range(0..4)],
+                    procs: rng.random_range(1..=machine.procs() as u32),
+                    user: rng.random_range(0..4),
+                    group: -1,
+                    exe: -1,
+                    mem: -1,
+                }
+            })
+            .collect();
+        Workload {
+            machine,
+            jobs,
+            dropped: Dropped::default(),
+            max_run: 20,
+        }
+    }
+
+    /// Every schedule is the reference's, to the start order: the heuristics
+    /// (which re-sort the queue at each decision), and a chooser that takes
+    /// any queued job, with and without backfilling, on workloads where
+    /// jobs arrive, end and are estimated to end at the same second.
+    #[test]
+    fn schedules_are_the_reference_lists_ones() {
+        let mut rng = ChaCha8Rng::seed_from_u64(29);
+        for round in 0..30 {
+            let workload = tied(&mut rng, 400, [1, 2, 4][round % 3]);
+            let window = Window { start: 0, len: 400 };
+            for backfill in [false, true] {
+                for order in [Order::Fcfs, Order::Sjf, Order::F1, Order::Wfp3] {
+                    let naive = naive::run_choosing(&workload, window, backfill, |d| {
+                        let now = d.now;
+                        d.queue
+                            .sort_by_cached_key(|&j| key(order, &d.jobs[j as usize], now));
+                        d.queue[0]
+                    });
+                    let fast = run(&workload, window, order, backfill);
+                    assert_eq!(fast, naive, "round {round}, {order:?}, backfill {backfill}");
+                }
+                // A chooser that takes a job anywhere in the queue, so that
+                // chosen jobs wait behind others of every size.
+                let pick = |d: &mut super::Decision<'_>| {
+                    let k: Key = (d.now, d.queue.len() as u64);
+                    d.queue[(k.0 * 31 + k.1 * 7) as usize % d.queue.len()]
+                };
+                let naive = naive::run_choosing(&workload, window, backfill, pick);
+                let fast = run_choosing(&workload, window, backfill, pick);
+                assert_eq!(fast, naive, "round {round}, any job, backfill {backfill}");
+            }
+        }
+    }
 
     /// `nodes_by` tells apart the jobs `start` would begin by a time and
     /// after it, for every size, on random running jobs (ends before `now`
