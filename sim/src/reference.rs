@@ -173,10 +173,9 @@ struct Sim<'a> {
     queue: Vec<u32>,
     running: Vec<u32>,
     /// How many of `running`'s first jobs are as `step`'s stable sort by
-    /// end left them: the jobs started since follow them unsorted, and
-    /// backfilling's own sort (by estimated end) sets it to 0. Sorting only
-    /// the tail and merging it gives the same list as sorting it all, at
-    /// the cost of the jobs started since the last event rather than of
+    /// end left them; the jobs started since follow them unsorted. Sorting
+    /// only the tail and merging it gives the same list as sorting it all,
+    /// at the cost of the jobs started since the last event rather than of
     /// every running job.
     sorted: usize,
     /// The running jobs by estimated end: what a reservation is read from,
@@ -383,7 +382,10 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
     // placing each after the sorted jobs of no greater key is the stable
     // sort of the whole queue (a whole trace queues tens of thousands).
     // Backfilling sorts the queue by submission while a job waits.
-    if backfill && !order.is_dynamic() {
+    if backfill
+        && !order.is_dynamic()
+        && jobs.windows(2).all(|pair| pair[0].submit <= pair[1].submit)
+    {
         return run_fixed_backfilling(workload, window, &fixed);
     }
     let mut sorted = 0;
@@ -415,11 +417,13 @@ pub fn run(workload: &Workload, window: Window, order: Order, backfill: bool) ->
 ///
 /// The reference sorts the queue by the order's key at every decision and
 /// by submission while the chosen job waits, each sort stable: on a deep
-/// queue two full sorts a decision. Each sort's ties keep the order the
-/// other left, and arrivals come in window order, so the first job by key
-/// is always the least (key, position) (kept here in an ordered set), and
-/// the queue backfilling walks is in (submission, key, position) order:
-/// `Sim` sorts it so, and no longer needs the queue in key order.
+/// queue two full sorts a decision. Jobs arrive in window order, and where
+/// the window is in submission order too, each sort's ties keep window
+/// order: the first job by key is always the least (key, window position)
+/// (kept here in an ordered set), and the queue backfilling walks is in
+/// (submission, key, window position) order, which `Sim` sorts it in. (A
+/// trace numbered out of submission order is replayed as the reference
+/// does it, [`run`] sorting the queue at every decision.)
 fn run_fixed_backfilling(workload: &Workload, window: Window, fixed: &[Key]) -> Schedule {
     let mut queued: BTreeSet<(Key, u32)> = BTreeSet::new();
     let (mut seen, mut told) = (0, 0);
@@ -756,7 +760,7 @@ mod tests {
     /// whole machine (on nodes of one or two processors). The gaps between
     /// bursts are multiplied by `spread`: at 1 the queue grows to hundreds,
     /// at 4 it stays short and jobs of the same second meet at its head.
-    fn tied(rng: &mut ChaCha8Rng, jobs: usize, spread: u64) -> Workload {
+    fn tied(rng: &mut ChaCha8Rng, jobs: usize, spread: u64, shuffled: bool) -> Workload {
         let machine = Machine {
             nodes: 8,
             procs_per_node: rng.random_range(1..=2),
@@ -778,7 +782,19 @@ mod tests {
                     mem: -1,
                 }
             })
-            .collect();
+            .collect::<Vec<SimJob>>();
+        // A trace numbered out of submission order: some neighbours swap
+        // their submit times.
+        let mut jobs = jobs;
+        if shuffled {
+            for i in 1..jobs.len() {
+                if rng.random_range(0..8) == 0 {
+                    let earlier = jobs[i - 1].submit;
+                    jobs[i - 1].submit = jobs[i].submit;
+                    jobs[i].submit = earlier;
+                }
+            }
+        }
         Workload {
             machine,
             jobs,
@@ -790,12 +806,13 @@ mod tests {
     /// Every schedule is the reference's, to the start order: the heuristics
     /// (which re-sort the queue at each decision), and a chooser that takes
     /// any queued job, with and without backfilling, on workloads where
-    /// jobs arrive, end and are estimated to end at the same second.
+    /// jobs arrive, end and are estimated to end at the same second, some
+    /// numbered out of submission order.
     #[test]
     fn schedules_are_the_reference_lists_ones() {
         let mut rng = ChaCha8Rng::seed_from_u64(29);
         for round in 0..30 {
-            let workload = tied(&mut rng, 400, [1, 2, 4][round % 3]);
+            let workload = tied(&mut rng, 400, [1, 2, 4][round % 3], round % 4 == 3);
             let window = Window { start: 0, len: 400 };
             for backfill in [false, true] {
                 for order in [Order::Fcfs, Order::Sjf, Order::F1, Order::Wfp3] {
