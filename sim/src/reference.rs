@@ -123,19 +123,7 @@ impl Reservations {
     /// before `now` (a job running past its estimate) is what EASY
     /// reserves by, so it is kept.
     pub fn start(&self, nodes: u32) -> u64 {
-        let mut free = self.free;
-        if free >= nodes {
-            return self.now;
-        }
-        let mut shadow = self.now;
-        for &(end, freed) in &self.ends {
-            free += freed;
-            shadow = end;
-            if free >= nodes {
-                break;
-            }
-        }
-        shadow
+        shadow(self.now, self.free, nodes, self.ends.iter().copied())
     }
 
     /// The most whole nodes free by `time` (at least `now`): a job of at
@@ -153,6 +141,23 @@ impl Reservations {
         }
         None
     }
+}
+
+/// [`Reservations::start`]'s walk: `free` whole nodes at `now`, and each
+/// running job's estimated end and nodes, earliest end first.
+fn shadow(now: u64, mut free: u32, nodes: u32, ends: impl Iterator<Item = (u64, u32)>) -> u64 {
+    if free >= nodes {
+        return now;
+    }
+    let mut shadow = now;
+    for (end, freed) in ends {
+        free += freed;
+        shadow = end;
+        if free >= nodes {
+            break;
+        }
+    }
+    shadow
 }
 
 struct Sim<'a> {
@@ -326,22 +331,14 @@ impl Sim<'_> {
         }
     }
 
-    /// [`Reservations::start`] of the running jobs: from when `nodes`
-    /// whole nodes are free, by the running jobs' estimated ends.
+    /// [`Reservations::start`] of the running jobs, read from those kept by
+    /// estimated end (no sort).
     fn shadow(&self, nodes: u32) -> u64 {
-        let mut free = self.free;
-        if free >= nodes {
-            return self.now;
-        }
-        let mut shadow = self.now;
-        for &(end, r) in &self.by_estimate {
-            free += self.nodes[r as usize];
-            shadow = end;
-            if free >= nodes {
-                break;
-            }
-        }
-        shadow
+        let ends = self
+            .by_estimate
+            .iter()
+            .map(|&(end, r)| (end, self.nodes[r as usize]));
+        shadow(self.now, self.free, nodes, ends)
     }
 
     /// Starts, in queue order from position `from`, the queued jobs that
@@ -610,7 +607,7 @@ mod tests {
     /// event, and, while a chosen job waits with backfilling, the queue
     /// sorted by submission and walked whole after every event.
     mod naive {
-        use super::super::Decision;
+        use super::super::{Decision, Reservations};
         use crate::{Schedule, Window, Workload};
 
         struct Sim {
@@ -666,26 +663,15 @@ mod tests {
                 let mut running = std::mem::take(&mut self.running);
                 running.sort_by_key(|&r| self.starts[r as usize] + self.estimate[r as usize]);
                 self.running = running;
-                let mut free = self.free;
-                let mut shadow = self.now;
-                let mut ends: Vec<(u64, u32)> = self
-                    .running
-                    .iter()
-                    .map(|&r| {
+                let shadow = Reservations::new(
+                    self.now,
+                    self.free,
+                    self.running.iter().map(|&r| {
                         let r = r as usize;
                         (self.starts[r] + self.estimate[r], self.nodes[r])
-                    })
-                    .collect();
-                ends.sort_by_key(|&(end, _)| end);
-                if free < self.nodes[chosen as usize] {
-                    for (end, freed) in ends {
-                        free += freed;
-                        shadow = end;
-                        if free >= self.nodes[chosen as usize] {
-                            break;
-                        }
-                    }
-                }
+                    }),
+                )
+                .start(self.nodes[chosen as usize]);
                 while !self.fits(chosen) {
                     let mut queue = std::mem::take(&mut self.queue);
                     queue.sort_by_key(|&j| self.submit[j as usize]);
