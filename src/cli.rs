@@ -107,7 +107,9 @@ struct RunArgs {
     /// what it waits for under EASY in RLScheduler's model within half the
     /// longest estimate; real runs as fair-v9's), `fair-v12` (built in:
     /// fair-v11 with the same horizon without backfilling; real runs as
-    /// fair-v9's) or `fair:MODEL.onnx` (`+easy` to
+    /// fair-v9's), `fair-v13` (built in: fair-v12 handing wider near-ties
+    /// to F1 while more than 1,024 jobs wait, without backfilling in
+    /// RLScheduler's model; real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins

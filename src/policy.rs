@@ -37,8 +37,8 @@ pub enum PolicyCommand {
     Train(crate::train::TrainArgs),
     /// Give each of a model's networks a shortlist, or take it away: of the
     /// jobs whose logit is within MARGIN of the network's choice, ORDER's
-    /// first starts; and a horizon for the choices it keeps until they
-    /// start (judge the result before using it)
+    /// first starts; and a horizon and a backlog rule for the choices it
+    /// keeps until they start (judge the result before using it)
     Shortlist(ShortlistArgs),
 }
 
@@ -50,7 +50,8 @@ pub struct ShortlistArgs {
     /// Where to write the model with its new shortlists
     #[arg(short, long, value_name = "OUT.onnx")]
     output: PathBuf,
-    /// Take away every shortlist the model has, and its horizons, first
+    /// Take away every shortlist the model has, its horizons and backlog
+    /// rules, first
     #[arg(long)]
     clear: bool,
     /// The model's own network (slurp's model and real runs without
@@ -84,6 +85,29 @@ pub struct ShortlistArgs {
     /// that), or `none`
     #[arg(long, value_name = "SHARE", value_parser = horizon_arg)]
     committed_horizon: Option<HorizonArg>,
+    /// For its network for the reference model's committed choices under
+    /// EASY: while more than JOBS jobs wait, widen its shortlist's margin
+    /// to MARGIN (such as 512:256), or `none`
+    #[arg(long, value_name = "JOBS:MARGIN", value_parser = backlog_arg)]
+    backlog: Option<BacklogArg>,
+    /// The same for its network for the reference model's committed
+    /// choices (without backfilling, where a job it waits for idles the
+    /// machine while every other job waits, and with EASY unless it has one
+    /// for that; fair-v13: 1024:256), or `none`
+    #[arg(long, value_name = "JOBS:MARGIN", value_parser = backlog_arg)]
+    committed_backlog: Option<BacklogArg>,
+}
+
+/// `--backlog`: JOBS:MARGIN, or `none`.
+#[derive(Debug, Clone, Copy)]
+pub struct BacklogArg(Option<slurp_fair::backlog::Backlog>);
+
+fn backlog_arg(text: &str) -> Result<BacklogArg, String> {
+    if text == "none" {
+        Ok(BacklogArg(None))
+    } else {
+        slurp_fair::backlog::Backlog::parse(text).map(|b| BacklogArg(Some(b)))
+    }
 }
 
 /// `--horizon`: a share, or `none`.
@@ -101,7 +125,7 @@ fn horizon_arg(text: &str) -> Result<HorizonArg, String> {
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v12` or MODEL.onnx
+    /// `fair-v13` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -267,8 +291,9 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
 /// rewritten, checked by loading them before they are written.
 fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::model::{
-        COMMITTED_EASY_HORIZON, COMMITTED_EASY_SHORTLIST, COMMITTED_HORIZON, COMMITTED_SHORTLIST,
-        SHORTLIST, SLURP_EASY_SHORTLIST,
+        COMMITTED_BACKLOG, COMMITTED_EASY_BACKLOG, COMMITTED_EASY_HORIZON,
+        COMMITTED_EASY_SHORTLIST, COMMITTED_HORIZON, COMMITTED_SHORTLIST, SHORTLIST,
+        SLURP_EASY_SHORTLIST,
     };
     let file = match slurp_fair::spec::Source::of(&args.model).read() {
         Ok(file) => file,
@@ -302,20 +327,41 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             "committed choices under EASY",
         ),
     ];
-    if args.horizon.is_some() && !model.carries(true) {
-        let instead = if model.carries(false) {
-            "; --committed-horizon gives one to its network for committed choices, which serves EASY too"
-        } else {
-            ", nor any for committed choices: a horizon applies only to such choices"
-        };
-        return Ok(usage(format!(
-            "--horizon: {name} carries no network of its own for committed choices under EASY{instead}"
-        )));
-    }
-    if args.committed_horizon.is_some() && !model.carries(false) {
-        return Ok(usage(format!(
-            "--committed-horizon: {name} carries no network of its own for committed choices, the only choices a horizon applies to"
-        )));
+    // Horizons and backlog rules are read only by a network for committed
+    // choices; the EASY flag points to the other where that one serves both.
+    for (rule, easy_asked, committed_asked, easy_flag, committed_flag) in [
+        (
+            "a horizon",
+            args.horizon.is_some(),
+            args.committed_horizon.is_some(),
+            "--horizon",
+            "--committed-horizon",
+        ),
+        (
+            "a backlog rule",
+            args.backlog.is_some(),
+            args.committed_backlog.is_some(),
+            "--backlog",
+            "--committed-backlog",
+        ),
+    ] {
+        if easy_asked && !model.carries(true) {
+            let instead = if model.carries(false) {
+                format!(
+                    "; {committed_flag} gives one to its network for committed choices, which serves EASY too"
+                )
+            } else {
+                format!(", nor any for committed choices: {rule} applies only to such choices")
+            };
+            return Ok(usage(format!(
+                "{easy_flag}: {name} carries no network of its own for committed choices under EASY{instead}"
+            )));
+        }
+        if committed_asked && !model.carries(false) {
+            return Ok(usage(format!(
+                "{committed_flag}: {name} carries no network of its own for committed choices, the only choices {rule} applies to"
+            )));
+        }
     }
     for (flag, asked, has, what) in carried {
         if asked.is_some() && !has {
@@ -355,19 +401,34 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             None => {}
         }
     }
-    for (key, asked) in [
-        (COMMITTED_EASY_HORIZON, &args.horizon),
-        (COMMITTED_HORIZON, &args.committed_horizon),
-    ] {
+    let horizons = [
+        (
+            COMMITTED_EASY_HORIZON,
+            args.horizon.map(|h| h.0.map(|h| h.to_string())),
+        ),
+        (
+            COMMITTED_HORIZON,
+            args.committed_horizon.map(|h| h.0.map(|h| h.to_string())),
+        ),
+        (
+            COMMITTED_EASY_BACKLOG,
+            args.backlog.map(|b| b.0.map(|b| b.to_string())),
+        ),
+        (
+            COMMITTED_BACKLOG,
+            args.committed_backlog.map(|b| b.0.map(|b| b.to_string())),
+        ),
+    ];
+    for (key, asked) in horizons {
         match asked {
-            Some(HorizonArg(h)) => set.push((key, h.map(|h| h.to_string()))),
+            Some(value) => set.push((key, value)),
             None if args.clear => set.push((key, None)),
             None => {}
         }
     }
     if set.is_empty() {
         return Ok(usage(
-            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon or --committed-horizon (SHARE or none), or --clear",
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon or --committed-horizon (SHARE or none), --backlog or --committed-backlog (JOBS:MARGIN or none), or --clear",
         ));
     }
     let written = match slurp_fair::export::renoted(&file.bytes, &set) {
@@ -416,6 +477,26 @@ fn shortlists(m: &Model) -> String {
         .flatten()
     {
         horizon += &format!("; horizon {h}× the longest estimate for choices kept under EASY");
+    }
+    if let Some(b) = m
+        .carries(false)
+        .then(|| m.committed(false).backlog())
+        .flatten()
+    {
+        horizon += &format!(
+            "; margin {} for committed choices while more than {} jobs wait",
+            b.margin, b.jobs
+        );
+    }
+    if let Some(b) = m
+        .carries(true)
+        .then(|| m.committed(true).backlog())
+        .flatten()
+    {
+        horizon += &format!(
+            "; margin {} for choices kept under EASY while more than {} jobs wait",
+            b.margin, b.jobs
+        );
     }
     format!("shortlists: {}{horizon}", parts.join("; "))
 }
@@ -544,6 +625,10 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             // under EASY; null where it has none.
             "committed_horizon": net.committed(false).horizon().map(|h| h.share),
             "committed_easy_horizon": net.committed(true).horizon().map(|h| h.share),
+            // The backlog rule of each network for committed choices
+            // (`JOBS:MARGIN`), null where it has none.
+            "committed_backlog": net.committed(false).backlog().map(|b| b.to_string()),
+            "committed_easy_backlog": net.committed(true).backlog().map(|b| b.to_string()),
             // Consecutive stretches of each workload (`--stretches`) in
             // place of random windows; null for windows.
             "stretches": args.stretches,
@@ -1020,6 +1105,9 @@ fn networks_header(net: &Model) -> String {
             .map_or(String::new(), |l| format!(", shortlist {l}"))
             + &m.horizon().map_or(String::new(), |h| {
                 format!(", reservations within {h}× the longest estimate")
+            })
+            + &m.backlog().map_or(String::new(), |b| {
+                format!(", margin {} while more than {} jobs wait", b.margin, b.jobs)
             })
     };
     let seeing = |m: &Model| {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
+use slurp_fair::backlog::Backlog;
 use slurp_fair::horizon::Horizon;
 use slurp_fair::judge;
 use slurp_fair::model;
@@ -90,6 +91,10 @@ struct Keep {
     /// The same for its network for committed choices (without
     /// backfilling, and under EASY where it serves there too).
     committed_horizon: Option<Horizon>,
+    /// The backlog rules (`backlog.rs`) of the same two networks, kept as
+    /// their horizons are while the network keeps a shortlist to widen.
+    easy_backlog: Option<Backlog>,
+    committed_backlog: Option<Backlog>,
 }
 
 /// Which backfilling a search's cells replay.
@@ -604,6 +609,11 @@ fn evolve(
             Slot::Committed => keep.committed_horizon,
             Slot::Main | Slot::SlurpEasy => None,
         },
+        backlog: match slot {
+            Slot::Easy => keep.easy_backlog,
+            Slot::Committed => keep.committed_backlog,
+            Slot::Main | Slot::SlurpEasy => None,
+        },
     };
     let mut csv = String::from("generation,best_loss,generation_loss,evaluations,seconds\n");
     let interrupted = on_interrupt()?;
@@ -886,12 +896,26 @@ fn write_searched(
     for (net, easy) in [(committed, false), (easy, true)] {
         if let Some((layers, seeing, list)) = net {
             notes.extend(slurp_fair::export::committed_notes(&layers, seeing, easy));
-            let key = if easy {
-                model::COMMITTED_EASY_SHORTLIST
+            let (key, backlog, backlog_key) = if easy {
+                (
+                    model::COMMITTED_EASY_SHORTLIST,
+                    keep.easy_backlog,
+                    model::COMMITTED_EASY_BACKLOG,
+                )
             } else {
-                model::COMMITTED_SHORTLIST
+                (
+                    model::COMMITTED_SHORTLIST,
+                    keep.committed_backlog,
+                    model::COMMITTED_BACKLOG,
+                )
             };
             notes.extend(listed(key, list));
+            // A backlog rule widens the network's shortlist, so it goes
+            // where one is written (a search under `--shortlist none` drops
+            // both, as `search` says).
+            if list.is_some() {
+                notes.extend(backlog.map(|b| (backlog_key, b.to_string())));
+            }
         }
     }
     if let Some((layers, seeing, list)) = slurp_easy {
@@ -1015,6 +1039,8 @@ fn searched(m: &Model, slot: Slot) -> &Model {
 fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     let easy_horizon = m.committed(true).horizon();
     let committed_horizon = m.committed(false).horizon();
+    let easy_backlog = m.committed(true).backlog();
+    let committed_backlog = m.committed(false).backlog();
     let own = |easy: bool| {
         m.committed_layers(easy).map(|layers| {
             (
@@ -1046,6 +1072,8 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 slurp_easy: slurp_easy.filter(|_| args.backfill == Backfilling::None),
                 easy_horizon,
                 committed_horizon,
+                easy_backlog,
+                committed_backlog,
             });
         }
         if m.has_committed() || slurp_easy.is_some() {
@@ -1080,6 +1108,8 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             slurp_easy: None,
             easy_horizon,
             committed_horizon,
+            easy_backlog,
+            committed_backlog,
         },
         // The network for no backfilling keeps serving it; EASY's is searched.
         (Slot::Easy, _) => Keep {
@@ -1089,6 +1119,8 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             slurp_easy,
             easy_horizon,
             committed_horizon,
+            easy_backlog,
+            committed_backlog,
         },
         // EASY keeps the network it had: its own, the shared one, or the
         // model's.
@@ -1099,6 +1131,8 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             slurp_easy,
             easy_horizon,
             committed_horizon,
+            easy_backlog,
+            committed_backlog,
         },
         // One network searched for both modes.
         _ => {
@@ -1114,6 +1148,8 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 slurp_easy,
                 easy_horizon,
                 committed_horizon,
+                easy_backlog,
+                committed_backlog,
             }
         }
     })

@@ -1376,20 +1376,24 @@ fn summaries(trace: &str, window: &str, model: &str, policies: &str) -> Vec<(f64
         .collect()
 }
 
+/// `slurp policy shortlist MODEL -o out.onnx ARGS…`: the run, and the
+/// model it wrote, if it wrote one.
+fn shortlisted(model: &str, args: &[&str]) -> (common::Run, Option<Vec<u8>>) {
+    let mut all = vec!["policy", "shortlist", model, "-o", "out.onnx"];
+    all.extend_from_slice(args);
+    let test = Test::new().args(&all);
+    let run = test.run();
+    let out = test.path().join("out.onnx");
+    (run, out.exists().then(|| std::fs::read(out).unwrap()))
+}
+
 /// `--horizon` gives a model's network for choices kept under EASY its
 /// horizon, `none` takes it away (as `--clear` does); it is refused, naming
 /// the flag and writing nothing, for a model without such a network, and
 /// for a share that is not positive.
 #[test]
 fn policy_shortlist_sets_and_takes_away_a_horizon() {
-    let set = |model: &str, args: &[&str]| {
-        let mut all = vec!["policy", "shortlist", model, "-o", "out.onnx"];
-        all.extend_from_slice(args);
-        let test = Test::new().args(&all);
-        let run = test.run();
-        let out = test.path().join("out.onnx");
-        (run, out.exists().then(|| std::fs::read(out).unwrap()))
-    };
+    let set = shortlisted;
     let (run, bytes) = set("fair-v10", &["--horizon", "0.25"]);
     let run = run.success();
     assert!(
@@ -1467,6 +1471,92 @@ fn policy_shortlist_sets_and_takes_away_a_horizon() {
         run.stderr
     );
     assert!(bytes.is_none());
+}
+
+/// `--committed-backlog` gives a model's network for committed choices its
+/// backlog rule and `--backlog` the one under EASY; `none` takes it away
+/// (as `--clear` does). Refused, naming the flag and writing nothing: a
+/// malformed rule, a model without such a network, and a network left
+/// without the shortlist the rule widens.
+#[test]
+fn policy_shortlist_sets_and_takes_away_a_backlog_rule() {
+    let set = shortlisted;
+    let loaded = |bytes: Option<Vec<u8>>| {
+        let test = Test::new().file("b.onnx", bytes.unwrap());
+        slurp_fair::Model::load(&test.path().join("b.onnx"), None).unwrap()
+    };
+    let rule = |m: &slurp_fair::Model| m.backlog().map(|b| (b.jobs, b.margin));
+    let (run, bytes) = set("fair-v12", &["--committed-backlog", "300:200"]);
+    let run = run.success();
+    assert!(
+        run.stderr
+            .contains("margin 200 for committed choices while more than 300 jobs wait"),
+        "{}",
+        run.stderr
+    );
+    let model = loaded(bytes);
+    assert_eq!(rule(model.committed(false)), Some((300, 200.0)));
+    // fair-v12 has a network of its own under EASY, which keeps none.
+    assert_eq!(rule(model.committed(true)), None);
+    assert_eq!(rule(&model), None);
+    let (run, bytes) = set("fair-v12", &["--backlog", "80:300"]);
+    run.success();
+    let model = loaded(bytes);
+    assert_eq!(rule(model.committed(true)), Some((80, 300.0)));
+    assert_eq!(rule(model.committed(false)), None);
+    // Taken away again, by `none` or with everything else by `--clear`.
+    let (run, bytes) = set("fair-v12", &["--committed-backlog", "300:200"]);
+    run.success();
+    let kept_dir = Test::new().file("b.onnx", bytes.unwrap());
+    let with_rule = kept_dir.path().join("b.onnx");
+    for away in [&["--committed-backlog", "none"][..], &["--clear"]] {
+        let (run, bytes) = set(with_rule.to_str().unwrap(), away);
+        run.success();
+        let model = loaded(bytes);
+        assert_eq!(rule(model.committed(false)), None, "{away:?}");
+        // `none` leaves the shortlist it widened; `--clear` takes it too.
+        let kept = (away[0] != "--clear").then_some("f1:64".to_owned());
+        assert_eq!(
+            model.committed(false).shortlist().map(|l| l.to_string()),
+            kept
+        );
+    }
+    for (model, args, said) in [
+        (
+            "fair-v12",
+            &["--committed-backlog", "512"][..],
+            &["--committed-backlog", "is not JOBS:MARGIN"][..],
+        ),
+        (
+            "fair-v12",
+            &["--committed-backlog", "0:256"],
+            &["must be 1 or more"],
+        ),
+        // fair-v4's one network for committed choices serves EASY too.
+        (
+            "fair-v4",
+            &["--backlog", "512:256"],
+            &["--backlog", "under EASY", "--committed-backlog gives one"],
+        ),
+        (
+            "fair-v3",
+            &["--committed-backlog", "512:256"],
+            &[
+                "--committed-backlog",
+                "no network of its own for committed choices",
+            ],
+        ),
+        // The rule widens a shortlist, so the network must keep one.
+        (
+            "fair-v12",
+            &["--committed-backlog", "512:256", "--committed", "none"],
+            &["slurp.committed.backlog", "no shortlist for it to widen"],
+        ),
+    ] {
+        let (run, bytes) = set(model, args);
+        run.invalid().stderr_has(said);
+        assert!(bytes.is_none(), "{model} {args:?}");
+    }
 }
 
 /// A window of `gen:saturated:799` where fair-v11, in RLScheduler's model

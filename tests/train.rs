@@ -616,13 +616,14 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
 }
 
 /// A search from a model whose networks for committed choices have
-/// horizons (fair-v12: one without backfilling, one under EASY) writes
-/// each network with its own: searched (it played under the horizon,
-/// `fair/tests/horizon.rs`), or kept while another is.
+/// horizons (fair-v13: one without backfilling, one under EASY) and a
+/// backlog rule (without backfilling) writes each network with its own:
+/// searched (it played under them, `fair/tests/horizon.rs`,
+/// `fair/tests/backlog.rs`), or kept while another is.
 #[test]
 fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
     let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
-    let v12 = slurp_fair::built_in("fair-v12").unwrap();
+    let v13 = slurp_fair::built_in("fair-v13").unwrap();
     for (out, more) in [
         (
             "easy.onnx",
@@ -634,7 +635,7 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
         ),
         ("slurp.onnx", ["--sim-model", "slurp", "--backfill", "easy"]),
     ] {
-        let mut args = vec!["--init", "fair-v12"];
+        let mut args = vec!["--init", "fair-v13"];
         args.extend_from_slice(&more);
         let test = small_search(out, "1", &args);
         let run = test.run().success();
@@ -646,9 +647,20 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
                 "{more:?}, EASY {easy}"
             );
         }
+        let rule = |easy: bool| {
+            written
+                .committed(easy)
+                .backlog()
+                .map(|b| (b.jobs, b.margin))
+        };
+        assert_eq!(rule(false), Some((1024, 256.0)), "{more:?}");
+        assert_eq!(rule(true), None, "{more:?}");
         assert!(
             run.stdout
-                .contains("reservations within 0.5× the longest estimate"),
+                .contains("reservations within 0.5× the longest estimate")
+                && run
+                    .stdout
+                    .contains("margin 256 while more than 1024 jobs wait"),
             "{}",
             run.stdout
         );
@@ -657,7 +669,7 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
         for easy in [false, true] {
             let searched = model == "reference" && (backfill == "easy") == easy;
             assert_eq!(
-                written.committed_layers(easy) != v12.committed_layers(easy),
+                written.committed_layers(easy) != v13.committed_layers(easy),
                 searched,
                 "{more:?}, EASY {easy}"
             );
@@ -1845,6 +1857,45 @@ fn fair_v12_is_fair_v11_with_a_horizon_for_choices_kept_without_backfilling() {
         std::fs::read(test.path().join("fair-v12.onnx")).unwrap()
             == std::fs::read(repo.join("stdlib/policies/fair-v12.onnx")).unwrap(),
         "the card's recipe does not give fair-v12"
+    );
+}
+
+/// fair-v13 is fair-v12 with a backlog rule for its network for committed
+/// choices without backfilling (`f1:256` while more than 1,024 jobs wait):
+/// every network, shortlist and horizon is fair-v12's, and the network for
+/// EASY has no rule. The card's recipe, `slurp policy shortlist fair-v12
+/// --committed-backlog 1024:256`, rebuilds the shipped file byte for byte.
+#[test]
+fn fair_v13_is_fair_v12_with_a_backlog_rule_for_choices_kept_without_backfilling() {
+    let repo = common::repo();
+    let v13 = slurp_fair::built_in("fair-v13").unwrap();
+    let v12 = slurp_fair::built_in("fair-v12").unwrap();
+    assert_eq!(networks(&v13), networks(&v12));
+    let rule = |m: &slurp_fair::Model| m.backlog().map(|b| (b.jobs, b.margin));
+    assert_eq!(rule(v13.committed(false)), Some((1024, 256.0)));
+    for easy in [false, true] {
+        assert_eq!(v13.committed(easy).horizon(), v12.committed(easy).horizon());
+        assert_eq!(rule(v12.committed(easy)), None);
+    }
+    assert_eq!(rule(v13.committed(true)), None);
+    for other in [&v13, v13.slurp_easy().unwrap()] {
+        assert_eq!(rule(other), None);
+    }
+
+    let test = Test::new().args(&[
+        "policy",
+        "shortlist",
+        "fair-v12",
+        "--committed-backlog",
+        "1024:256",
+        "-o",
+        "fair-v13.onnx",
+    ]);
+    test.run().success();
+    assert!(
+        std::fs::read(test.path().join("fair-v13.onnx")).unwrap()
+            == std::fs::read(repo.join("stdlib/policies/fair-v13.onnx")).unwrap(),
+        "the card's recipe does not give fair-v13"
     );
 }
 

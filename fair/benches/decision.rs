@@ -235,6 +235,7 @@ fn decision<'a>(
         queue,
         started,
         starts,
+        running: &[],
     }
 }
 

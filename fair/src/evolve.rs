@@ -56,6 +56,7 @@ use std::time::{Duration, Instant};
 use cmaes::{CMAESOptions, DVector};
 use slurp_sim::{Metrics, Model as SimModel, Window, Workload};
 
+use crate::backlog::Backlog;
 use crate::export::{self, Dense};
 use crate::horizon::Horizon;
 use crate::judge::{self, Cell, KINDS};
@@ -456,6 +457,9 @@ pub struct Options {
     /// committed choices and its start had one (`horizon.rs`): it plays
     /// under it.
     pub horizon: Option<Horizon>,
+    /// Its backlog rule, likewise (`backlog.rs`): played while it has a
+    /// shortlist to widen.
+    pub backlog: Option<Backlog>,
 }
 
 impl Options {
@@ -466,7 +470,10 @@ impl Options {
             .iter()
             .map(|s| (crate::model::SHORTLIST, s.to_string()))
             .collect();
-        model_seeing(self.sight, &self.shape, params, &notes).map(|m| m.with_horizon(self.horizon))
+        model_seeing(self.sight, &self.shape, params, &notes).map(|m| {
+            m.with_horizon(self.horizon)
+                .with_backlog(self.backlog.filter(|_| self.shortlist.is_some()))
+        })
     }
 }
 

@@ -15,6 +15,8 @@
 //!   near its best (a model's rule per network);
 //! - [`horizon`]: a kept choice under EASY passed over when its
 //!   reservation lies too far ahead;
+//! - [`backlog`]: a kept choice's shortlist widened while the queue holds
+//!   many of its longest jobs' worth of work;
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`export`]: a per-slot MLP written as ONNX, the trainer's graph;
@@ -28,6 +30,7 @@
 //!   (slurp's own simulation model, and real runs);
 //! - [`spec`]: `fair`, `fair:MODEL.onnx`, `+easy` as policy names.
 
+pub mod backlog;
 pub mod chooser;
 pub mod evolve;
 pub mod export;
@@ -73,9 +76,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v11`: fair-v10 whose choices kept under EASY are reserved
 ///   within half the longest estimate in sight (`horizon.rs`);
 /// - `fair-v12`: fair-v11 whose choices kept without backfilling are
-///   reserved within the same horizon.
+///   reserved within the same horizon;
+/// - `fair-v13`: fair-v12 whose choices kept without backfilling hand
+///   wider near-ties to F1 while more than 1,024 jobs wait (`backlog.rs`).
 ///
-/// None of fair-v2 … fair-v12 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v13 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -102,6 +107,7 @@ pub(crate) fn built_in_bytes(
     const V10: &[u8] = include_bytes!("../../stdlib/policies/fair-v10.onnx");
     const V11: &[u8] = include_bytes!("../../stdlib/policies/fair-v11.onnx");
     const V12: &[u8] = include_bytes!("../../stdlib/policies/fair-v12.onnx");
+    const V13: &[u8] = include_bytes!("../../stdlib/policies/fair-v13.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -115,6 +121,7 @@ pub(crate) fn built_in_bytes(
         "fair-v10" => (V10, None, "fair-v10.onnx"),
         "fair-v11" => (V11, None, "fair-v11.onnx"),
         "fair-v12" => (V12, None, "fair-v12.onnx"),
+        "fair-v13" => (V13, None, "fair-v13.onnx"),
         _ => return None,
     })
 }

@@ -24,7 +24,9 @@
 //! schedule there. Each network may choose through a shortlist
 //! (`shortlist.rs`, metadata [`SHORTLIST`] and its kin), and each network
 //! for committed choices within a horizon (`horizon.rs`,
-//! [`COMMITTED_HORIZON`], [`COMMITTED_EASY_HORIZON`]). Tools that only read
+//! [`COMMITTED_HORIZON`], [`COMMITTED_EASY_HORIZON`]) and with a wider
+//! shortlist on a deep backlog (`backlog.rs`, [`COMMITTED_BACKLOG`],
+//! [`COMMITTED_EASY_BACKLOG`]). Tools that only read
 //! ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
@@ -34,6 +36,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tract_onnx::prelude::*;
 
+use crate::backlog::Backlog;
 use crate::horizon::Horizon;
 use crate::mlp::SlotMlp;
 use crate::observe::{FEATURES, Normalisers, Observation, PADDING, SLOTS};
@@ -70,6 +73,14 @@ pub enum ModelError {
     /// has no network for committed choices under EASY to apply to.
     #[error("{path}: its horizon (metadata `{key}`) cannot be used: {reason}")]
     Horizon {
+        path: PathBuf,
+        key: String,
+        reason: String,
+    },
+    /// A backlog rule (`backlog.rs`) that cannot be read, or has no
+    /// network for committed choices, or no shortlist, to apply to.
+    #[error("{path}: its backlog rule (metadata `{key}`) cannot be used: {reason}")]
+    Backlog {
         path: PathBuf,
         key: String,
         reason: String,
@@ -273,6 +284,47 @@ pub const COMMITTED_EASY_HORIZON: &str = "slurp.committed.easy.horizon";
 /// and under EASY too when it has no network of its own for that.
 pub const COMMITTED_HORIZON: &str = "slurp.committed.horizon";
 
+/// The metadata key of the backlog rule (`backlog.rs`) of its network for
+/// committed choices: without backfilling, and under EASY too when it has
+/// no network of its own for that.
+pub const COMMITTED_BACKLOG: &str = "slurp.committed.backlog";
+
+/// The same for its network for committed choices under EASY.
+pub const COMMITTED_EASY_BACKLOG: &str = "slurp.committed.easy.backlog";
+
+/// The backlog rule under metadata `key`, if the model has one there, for
+/// the network under `network`: which it must carry (`has`), with a
+/// shortlist (`shortlist`) whose margin the rule widens.
+fn backlog_at(
+    proto: &tract_onnx::pb::ModelProto,
+    path: &Path,
+    key: &str,
+    network: &str,
+    has: bool,
+    shortlist: Option<Shortlist>,
+) -> Result<Option<Backlog>, ModelError> {
+    let bad = |reason: String| ModelError::Backlog {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        reason,
+    };
+    let Some(p) = proto.metadata_props.iter().find(|p| p.key == key) else {
+        return Ok(None);
+    };
+    let backlog = Backlog::parse(&p.value).map_err(bad)?;
+    if !has {
+        return Err(bad(format!(
+            "the model carries no `{network}` network for it to apply to (a backlog rule is for choices kept until they start); remove the key, or add the network"
+        )));
+    }
+    if shortlist.is_none() {
+        return Err(bad(format!(
+            "the `{network}` network has no shortlist for it to widen; give it one (`{network}.shortlist`), or remove the key"
+        )));
+    }
+    Ok(Some(backlog))
+}
+
 /// The horizon under metadata `key`, if the model has one there, for the
 /// network under `network`, which it must carry (`has`).
 fn horizon_at(
@@ -361,6 +413,9 @@ pub struct Model {
     /// How far ahead a choice it keeps may be reserved, when it is a
     /// network for committed choices and has a horizon.
     horizon: Option<Horizon>,
+    /// Its shortlist's margin on a deep backlog, when it is a network for
+    /// committed choices and has a backlog rule.
+    backlog: Option<Backlog>,
 }
 
 impl Clone for Model {
@@ -376,6 +431,7 @@ impl Clone for Model {
             slurp_easy: self.slurp_easy.clone(),
             shortlist: self.shortlist,
             horizon: self.horizon,
+            backlog: self.backlog,
         }
     }
 }
@@ -390,14 +446,18 @@ fn carried(
     key: &str,
     sight_key: &str,
     shortlist_key: &str,
-    horizon_key: Option<&str>,
+    committed_keys: Option<(&str, &str)>,
 ) -> Result<Option<Arc<Model>>, ModelError> {
     let found = proto.metadata_props.iter().find(|p| p.key == key);
-    let horizon = match horizon_key {
-        Some(h) => horizon_at(proto, path, h, key, found.is_some())?,
+    let horizon = match committed_keys {
+        Some((h, _)) => horizon_at(proto, path, h, key, found.is_some())?,
         None => None,
     };
     let Some(p) = found else {
+        // A backlog rule here is refused by the same check: no network.
+        if let Some((_, b)) = committed_keys {
+            backlog_at(proto, path, b, key, false, None)?;
+        }
         return Ok(None);
     };
     let bad = |reason: String| ModelError::Carried {
@@ -434,6 +494,10 @@ fn carried(
     let mut model = Model::from_bytes(path, &bytes, None, None)?;
     model.shortlist = shortlist_at(proto, path, shortlist_key, own)?;
     model.horizon = horizon;
+    model.backlog = match committed_keys {
+        Some((_, b)) => backlog_at(proto, path, b, key, true, model.shortlist)?,
+        None => None,
+    };
     Ok(Some(Arc::new(model)))
 }
 
@@ -531,7 +595,7 @@ impl Model {
             COMMITTED,
             COMMITTED_SIGHT,
             COMMITTED_SHORTLIST,
-            Some(COMMITTED_HORIZON),
+            Some((COMMITTED_HORIZON, COMMITTED_BACKLOG)),
         )?;
         let committed_easy = carried(
             &proto,
@@ -540,7 +604,7 @@ impl Model {
             COMMITTED_EASY,
             COMMITTED_EASY_SIGHT,
             COMMITTED_EASY_SHORTLIST,
-            Some(COMMITTED_EASY_HORIZON),
+            Some((COMMITTED_EASY_HORIZON, COMMITTED_EASY_BACKLOG)),
         )?;
         let slurp_easy = carried(
             &proto,
@@ -585,6 +649,7 @@ impl Model {
             slurp_easy,
             shortlist,
             horizon: None,
+            backlog: None,
         };
         // One evaluation of padding proves the output's shape now, not in
         // the middle of a run.
@@ -723,10 +788,24 @@ impl Model {
         self.horizon
     }
 
+    /// Its shortlist's margin on a deep backlog (`backlog.rs`), when it
+    /// has a backlog rule.
+    pub fn backlog(&self) -> Option<Backlog> {
+        self.backlog
+    }
+
     /// This network keeping its choices within `horizon`: a search of a
     /// network for committed choices plays it alone, as the model's own.
     pub fn with_horizon(mut self, horizon: Option<Horizon>) -> Model {
         self.horizon = horizon;
+        self
+    }
+
+    /// This network widening its shortlist on a deep backlog by
+    /// `backlog`: a search of a network for committed choices plays it
+    /// alone, as the model's own. Read only with a shortlist.
+    pub fn with_backlog(mut self, backlog: Option<Backlog>) -> Model {
+        self.backlog = backlog;
         self
     }
 

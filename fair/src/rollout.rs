@@ -344,7 +344,8 @@ fn episode(
 /// for the same seed and window. A model that carries a network for
 /// committed choices ([`Model::committed`], one for each backfilling mode
 /// or one for both) decides with it here, within its horizon when it has
-/// one (`horizon.rs`).
+/// one (`horizon.rs`), with its backlog rule's margin while the queue is
+/// deep (`backlog.rs`).
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -368,9 +369,15 @@ pub fn replay(
         let obs = eyes.observe(d);
         match model.logits(&obs) {
             Ok(logits) => {
+                // On a deep backlog the shortlist hands wider near-ties
+                // to its order (`backlog.rs`).
+                let list = match (model.shortlist(), model.backlog()) {
+                    (Some(list), Some(backlog)) if backlog.deep(d) => Some(backlog.widen(list)),
+                    (list, _) => list,
+                };
                 let mut choose = |logits: &[f32]| {
                     let slot = pick(logits, rng.as_mut());
-                    match model.shortlist() {
+                    match list {
                         Some(list) => {
                             list.pick(logits, slot, &obs, d.jobs, d.now, d.machine.procs())
                         }

@@ -182,6 +182,7 @@ fn a_search_reports_each_generation_and_returns_what_it_scored() {
         validation: None,
         shortlist: None,
         horizon: None,
+        backlog: None,
     };
     let mut seen = Vec::new();
     let found = evolve::evolve(&arena, &opts, |g| {
@@ -367,6 +368,7 @@ fn short_search() -> evolve::Options {
         validation: None,
         shortlist: None,
         horizon: None,
+        backlog: None,
     }
 }
 

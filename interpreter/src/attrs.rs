@@ -35,6 +35,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v10",
     "fair-v11",
     "fair-v12",
+    "fair-v13",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
