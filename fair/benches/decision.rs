@@ -39,7 +39,10 @@ fn decisions(c: &mut Criterion) {
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/actor-test.onnx");
     let model = Model::load(&path, Some(norm)).expect("the test actor loads");
-    let jobs: Vec<SimJob> = (0..5000u64)
+    // Jobs 0–199 started; the site-independent models' kept views take
+    // the next ones as queued (jobs arrive in order and each arrived job
+    // is queued or started), so their queues are jobs 200 onwards.
+    let jobs: Vec<SimJob> = (0..5200u64)
         .map(|i| SimJob {
             id: i as i64,
             submit: i * 7,
@@ -53,7 +56,7 @@ fn decisions(c: &mut Criterion) {
         })
         .collect();
     let started: Vec<u32> = (0..200).collect();
-    let starts: Vec<u64> = (0..5000).map(|i| i * 7 + 30).collect();
+    let starts: Vec<u64> = (0..5200).map(|i| i * 7 + 30).collect();
     let mut group = c.benchmark_group("fair decision");
     for queued in [128usize, 5000] {
         let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
@@ -171,7 +174,7 @@ fn decisions(c: &mut Criterion) {
     ];
     for (name, net, depths) in &models {
         for &queued in *depths {
-            let mut queue: Vec<u32> = (5000 - queued as u32..5000).collect();
+            let mut queue: Vec<u32> = (200..200 + queued as u32).collect();
             let mut follow = slurp_fair::observe_v2::Follow::new(net.sight);
             group.bench_function(format!("{queued} queued, {name}"), |b| {
                 b.iter(|| {
