@@ -910,11 +910,16 @@ fn write_searched(
                 )
             };
             notes.extend(listed(key, list));
-            // A backlog rule widens the network's shortlist, so it goes
-            // where one is written (a search under `--shortlist none` drops
-            // both, as `search` says).
-            if list.is_some() {
-                notes.extend(backlog.map(|b| (backlog_key, b.to_string())));
+            // A backlog rule widens the network's shortlist, so it is
+            // written only with one (a search under `--shortlist none`
+            // writes neither, and says so).
+            match (list, backlog) {
+                (Some(_), Some(b)) => notes.push((backlog_key, b.to_string())),
+                (None, Some(b)) => eprintln!(
+                    "note: its backlog rule {b} for committed choices{} is not kept: the network has no shortlist for it to widen",
+                    if easy { " under EASY" } else { "" }
+                ),
+                _ => {}
             }
         }
     }

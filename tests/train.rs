@@ -675,6 +675,33 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
             );
         }
     }
+    // Searched without a shortlist, the network keeps no rule to widen
+    // one: the rule is dropped, and the search says so.
+    let test = small_search(
+        "bare.onnx",
+        "1",
+        &[
+            "--init",
+            "fair-v13",
+            "--sim-model",
+            "reference",
+            "--backfill",
+            "none",
+            "--shortlist",
+            "none",
+        ],
+    );
+    let run = test.run().success();
+    let written = load(&test.path().join("bare.onnx"));
+    assert_eq!(written.committed(false).shortlist(), None);
+    assert!(written.committed(false).backlog().is_none());
+    assert!(
+        run.stderr.contains(
+            "its backlog rule 1024:256 for committed choices is not kept: the network has no shortlist"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
