@@ -388,6 +388,47 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             return Ok(usage(format!("{flag}: {reason}")));
         }
     }
+    // A backlog rule widens its network's shortlist: one left without a
+    // shortlist (`--committed none`, `--clear`, or a rule given to a
+    // network that has none) is refused naming the flags that mend it,
+    // rather than by the loader naming metadata keys.
+    for (flag, asked, backlog_flag, backlog_asked, easy) in [
+        (
+            "--committed",
+            &args.committed,
+            "--committed-backlog",
+            &args.committed_backlog,
+            false,
+        ),
+        (
+            "--committed-easy",
+            &args.committed_easy,
+            "--backlog",
+            &args.backlog,
+            true,
+        ),
+    ] {
+        if !model.carries(easy) {
+            continue;
+        }
+        let net = model.committed(easy);
+        let list = match asked {
+            Some(rule) => rule.0,
+            None if args.clear => None,
+            None => net.shortlist(),
+        };
+        let backlog = match backlog_asked {
+            Some(BacklogArg(b)) => *b,
+            None if args.clear => None,
+            None => net.backlog(),
+        };
+        if let (Some(b), None) = (backlog, list) {
+            return Ok(usage(format!(
+                "{name}'s network for committed choices{} would keep its backlog rule {b} with no shortlist for it to widen: give it one ({flag} ORDER:MARGIN), or take the rule away ({backlog_flag} none)",
+                if easy { " under EASY" } else { "" }
+            )));
+        }
+    }
     let mut set: Vec<(&str, Option<String>)> = Vec::new();
     for (key, asked) in [
         (SHORTLIST, &args.own),

@@ -1546,11 +1546,21 @@ fn policy_shortlist_sets_and_takes_away_a_backlog_rule() {
                 "no network of its own for committed choices",
             ],
         ),
-        // The rule widens a shortlist, so the network must keep one.
+        // The rule widens a shortlist, so the network must keep one: the
+        // refusal names the flags that mend it.
         (
             "fair-v12",
             &["--committed-backlog", "512:256", "--committed", "none"],
-            &["slurp.committed.backlog", "no shortlist for it to widen"],
+            &[
+                "would keep its backlog rule 512:256 with no shortlist",
+                "--committed ORDER:MARGIN",
+                "--committed-backlog none",
+            ],
+        ),
+        (
+            "fair-v13",
+            &["--committed", "none"],
+            &["backlog rule 1024:256", "--committed-backlog none"],
         ),
     ] {
         let (run, bytes) = set(model, args);
