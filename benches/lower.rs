@@ -8,6 +8,10 @@
 //! time to render every jobspec to JSON (what `slurp jobspec` does).
 //!
 //!     cargo bench --bench lower
+//!
+//! Under `cargo test` (no `--bench` argument) it runs the same stages on a
+//! workflow 100 times smaller, once each: CI's check that the bench still
+//! builds and its assertions hold, not a figure.
 
 use std::io::Write;
 use std::time::Instant;
@@ -19,9 +23,12 @@ use slurp_runtime::{Capacity, WorkflowId};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Lines of each kind in the measured workflow; `cargo test` divides
+/// them by [`SMOKE`].
 const LEGACY: usize = 200_000;
 const PLAIN: usize = 200_000;
 const SWEEP: usize = 300_000;
+const SMOKE: usize = 100;
 
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -35,20 +42,25 @@ fn peak_rss_kib() -> u64 {
 }
 
 fn main() {
+    // `cargo bench` passes `--bench`; `cargo test` does not.
+    let measured = std::env::args().any(|a| a == "--bench");
+    let scale = if measured { 1 } else { SMOKE };
+    let (legacy, plain, sweep) = (LEGACY / scale, PLAIN / scale, SWEEP / scale);
+    let loads = if measured { 5 } else { 1 };
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("million.slurp");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
-    writeln!(file, "# 1,000,000 tasks: legacy lines, plain lines, sweeps").unwrap();
-    for i in 0..LEGACY {
+    writeln!(file, "# legacy lines, plain lines, sweeps").unwrap();
+    for i in 0..legacy {
         writeln!(file, "4 1 ./simulate --case {i} --out results/case{i}.dat").unwrap();
     }
-    for i in 0..PLAIN {
+    for i in 0..plain {
         writeln!(file, "gzip -9 data/part{i}.csv").unwrap();
     }
-    writeln!(file, "task sim[seed=1..{SWEEP}] cores=2 mem=1G time=10m: ./sim --seed {{seed}} -o out/{{seed}}.h5").unwrap();
+    writeln!(file, "task sim[seed=1..{sweep}] cores=2 mem=1G time=10m: ./sim --seed {{seed}} -o out/{{seed}}.h5").unwrap();
     writeln!(
         file,
-        "task post[seed=1..{SWEEP}] after=sim[{{seed}}]: ./post out/{{seed}}.h5"
+        "task post[seed=1..{sweep}] after=sim[{{seed}}]: ./post out/{{seed}}.h5"
     )
     .unwrap();
     drop(file);
@@ -70,13 +82,13 @@ fn main() {
     let first = start.elapsed();
     let peak = peak_rss_kib();
     let tasks = loaded.program.root().tasks.len();
-    assert_eq!(tasks, LEGACY + PLAIN + 2 * SWEEP);
-    assert_eq!(loaded.program.root().graph.edge_count(), SWEEP);
+    assert_eq!(tasks, legacy + plain + 2 * sweep);
+    assert_eq!(loaded.program.root().graph.edge_count(), sweep);
     let per_task = (peak.saturating_sub(before)) as f64 * 1024.0 / tasks as f64;
     drop(loaded);
 
     let mut best = first;
-    for _ in 0..4 {
+    for _ in 1..loads {
         let start = Instant::now();
         let loaded = load(&path, &opts).unwrap_or_else(|f| panic!("{:?}", f.problems));
         best = best.min(start.elapsed());
@@ -109,12 +121,12 @@ fn main() {
 
     println!(
         "file            {} lines, {:.1} MiB",
-        LEGACY + PLAIN + 3,
+        legacy + plain + 3,
         bytes as f64 / (1 << 20) as f64
     );
     println!("tasks           {tasks}");
     println!(
-        "load (best of 5) {:.3} s  ({:.0} ns per task)",
+        "load (best of {loads}) {:.3} s  ({:.0} ns per task)",
         best.as_secs_f64(),
         best.as_nanos() as f64 / tasks as f64
     );

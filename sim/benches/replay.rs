@@ -8,6 +8,11 @@
 //! skipped with a note.
 //!
 //!     cargo bench -p slurp-sim --bench replay [-- ricc|lublin]
+//!
+//! Under `cargo test` (no `--bench` argument) it replays `lublin_256.swf`
+//! only, once per policy and model (RICC in a debug build takes nine
+//! minutes): CI's check that the bench still builds and runs, not a
+//! figure.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -37,10 +42,14 @@ fn main() {
         PathBuf::from(std::env::var("SLURP_TRACES").unwrap_or_else(|_| {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces").into()
         }));
-    let only: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; `cargo test` does not.
+    let measured = args.iter().any(|a| a == "--bench");
+    let only: Vec<String> = if measured {
+        args.into_iter().filter(|a| !a.starts_with('-')).collect()
+    } else {
+        vec!["lublin".into()]
+    };
     let wanted = |name: &str| {
         only.is_empty()
             || only
@@ -61,6 +70,7 @@ fn main() {
             start: 0,
             len: workload.jobs.len(),
         };
+        let repeats = if measured { repeats } else { 1 };
         println!(
             "{name}: {} jobs, read and loaded in {:.0} ms",
             workload.jobs.len(),
