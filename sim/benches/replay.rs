@@ -1,9 +1,9 @@
 //! Replay speed: every heuristic over the whole of `lublin_256.swf`
 //! (10,000 jobs; median of 5) in both models, and of `RICC-2010-2.swf.xz`
-//! (447,794 jobs; one run each) in slurp's model. The reference model
-//! re-enacts the reference's lists, O(queue) per decision; on RICC, whose
-//! queue grows to tens of thousands under whole-node allocation, that
-//! takes minutes per policy (fcfs: 84 s), so it is left out there. Reads the traces from
+//! (447,794 jobs; one run each) in slurp's model. The reference model is
+//! left out on RICC: `wfp3` and `unicep`, whose keys change with the clock,
+//! sort its queue of tens of thousands at every decision (minutes each);
+//! `bench/sim_ab.sh` times the other policies there. Reads the traces from
 //! `$SLURP_TRACES` (default `../shared/traces`); a missing trace is
 //! skipped with a note.
 //!
