@@ -10,7 +10,8 @@
 //!     cargo bench -p slurp-sim --bench replay [-- ricc|lublin]
 //!
 //! Under `cargo test` (no `--bench` argument) it replays `lublin_256.swf`
-//! only, once per policy and model (RICC in a debug build takes nine
+//! (when the traces are there) and a generated saturated workload of 2,000
+//! jobs, once per policy and model (RICC in a debug build takes nine
 //! minutes): CI's check that the bench still builds and runs, not a
 //! figure.
 
@@ -18,15 +19,21 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use slurp_runtime::core::PolicyKind;
+use slurp_sim::workload::read_trace;
 use slurp_sim::{Machine, Model, Window, Workload, simulate};
 
 const POLICIES: &str =
     "fcfs,sjf,f1,wfp3,unicep,easy,sjf+easy,f1+easy,wfp3+easy,unicep+easy,conservative";
 
 fn load(dir: &Path, name: &str) -> Option<(Workload, Duration)> {
-    let path = dir.join(name);
+    // A generated workload (`gen:…`) needs no file.
+    let path = if name.starts_with("gen:") {
+        PathBuf::from(name)
+    } else {
+        dir.join(name)
+    };
     let started = Instant::now();
-    let trace = match slurp_trace::read(&path) {
+    let trace = match read_trace(&path) {
         Ok(t) => t,
         Err(e) => {
             println!("{}: skipped ({e})", path.display());
@@ -48,7 +55,7 @@ fn main() {
     let only: Vec<String> = if measured {
         args.into_iter().filter(|a| !a.starts_with('-')).collect()
     } else {
-        vec!["lublin".into()]
+        vec!["lublin".into(), "gen:".into()]
     };
     let wanted = |name: &str| {
         only.is_empty()
@@ -56,10 +63,16 @@ fn main() {
                 .iter()
                 .any(|o| name.to_lowercase().contains(&o.to_lowercase()))
     };
+    let both = &[Model::Slurp, Model::Reference][..];
     for (name, repeats, models) in [
-        ("lublin_256.swf", 5, &[Model::Slurp, Model::Reference][..]),
+        ("lublin_256.swf", 5, both),
         ("RICC-2010-2.swf.xz", 1, &[Model::Slurp][..]),
+        // Under `cargo test` only: a workload that needs no trace file.
+        ("gen:saturated:1:2000", 1, both),
     ] {
+        if measured && name.starts_with("gen:") {
+            continue;
+        }
         if !wanted(name) {
             continue;
         }
