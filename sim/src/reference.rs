@@ -18,11 +18,13 @@
 //! only after an end (an arrival can start only itself), a reservation is
 //! read from the running jobs kept by estimated end, and a heuristic of
 //! fixed keys is taken from an ordered set ([`run`]), its queue sorted for
-//! a wait only when an arrival has put it out of wait order. A wait that
-//! lasts past its second end walks the queue through an index of what
-//! each job needs (`fit.rs`), skipping the jobs too wide or too long for
-//! the gap. Each of these gives the list the reference's sorts give, ties
-//! included, and starts the same jobs in the same order; a test replays
+//! a wait only when an arrival has put it out of wait order. A queue that
+//! no chooser reorders stays in window order, which on a trace numbered in
+//! submission order needs no sort for a wait either. A wait that lasts
+//! past its second end walks the queue through an index of what each job
+//! needs (`fit.rs`), skipping the jobs too wide or too long for the gap.
+//! Each of these gives the list the reference's sorts give, ties included,
+//! and starts the same jobs in the same order; a test replays
 //! workloads crowded with ties under the reference's own list handling and
 //! compares every schedule.
 
