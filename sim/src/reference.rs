@@ -954,9 +954,6 @@ mod tests {
         }
     }
 
-    /// `nodes_by` tells apart the jobs `start` would begin by a time and
-    /// after it, for every size, on random running jobs (ends before `now`
-    /// and ties among them).
     /// A queue in window order is in submission order only where the
     /// trace was numbered in it: on a trace numbered out of order, a wait
     /// must sort a queue its chooser left in window order.
@@ -977,6 +974,9 @@ mod tests {
         }
     }
 
+    /// `nodes_by` tells apart the jobs `start` would begin by a time and
+    /// after it, for every size, on random running jobs (ends before `now`
+    /// and ties among them).
     #[test]
     fn nodes_by_agrees_with_start_for_every_size() {
         let mut rng = ChaCha8Rng::seed_from_u64(17);
