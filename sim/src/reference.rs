@@ -45,7 +45,8 @@ const GONE: u32 = u32::MAX;
 /// The end during a wait from which its walks go through a [`Fit`]: on
 /// all of RICC, building it at the first end instead made `sjf+easy` 10%
 /// slower and no policy faster; at the third or fifth, none changed by
-/// more than the noise (BENCHMARKS.md, "The backfilling walk, indexed").
+/// more than the noise (BENCHMARKS.md, "The backfilling walk, indexed; a
+/// queue still in window order").
 const INDEX_AFTER: usize = 2;
 
 /// A key that sorts like the reference's score tuples.
