@@ -85,31 +85,14 @@ struct RunArgs {
     /// Queue policy: `easy` (FCFS with EASY backfilling), `conservative`, or
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare` (the
     /// least-served line or sweep first, Slurm's fair-share factor) alone or
-    /// with `+easy` or `+conservative`; or a learned policy choosing the next task,
-    /// `fair` (fair-v1, the model slurp ships, stdlib/policies/MODEL_CARD.md:
-    /// trained on one site, it is less fair elsewhere than `fairshare+easy`),
-    /// `fair-v2` (built in: site-independent, fairer than every heuristic
-    /// on every held-out multi-user workload in slurp's model but one),
-    /// `fair-v3` (built in: v2 that also sees a long queue's oldest and
-    /// least-served tasks; fairer than every heuristic on all of them),
-    /// `fair-v4` (built in: v3 that tells narrow tasks apart on many
-    /// cores), `fair-v5` (built in: fair-v4 with networks of its own for
-    /// EASY; the fairest of them, in slurp's model and RLScheduler's; with
-    /// `+easy`, `fairshare+easy` is still fairer on a fifth of workloads),
-    /// `fair-v6` (built in: fair-v5 handing its near-ties to F1, averages
-    /// near the best heuristic's), `fair-v7` (built in: fair-v6 with a
-    /// narrower shortlist for committed choices), `fair-v8` (built in:
-    /// fair-v7 with its networks for EASY searched again), `fair-v9` (built
-    /// in: fair-v8 with its network for real `+easy` runs searched again;
-    /// the learned one to run with `+easy`), `fair-v10` (built in: fair-v9
-    /// seeing its users' predicted runs in RLScheduler's model under EASY;
-    /// real runs as fair-v9's), `fair-v11` (built in: fair-v10 reserving
-    /// what it waits for under EASY in RLScheduler's model within half the
-    /// longest estimate; real runs as fair-v9's), `fair-v12` (built in:
-    /// fair-v11 with the same horizon without backfilling; real runs as
-    /// fair-v9's), `fair-v13` (built in: fair-v12 handing wider near-ties
-    /// to F1 while more than 1,024 jobs wait, without backfilling in
-    /// RLScheduler's model; real runs as fair-v9's) or `fair:MODEL.onnx` (`+easy` to
+    /// with `+easy` or `+conservative`; or a learned policy choosing the next
+    /// task: `fair-v13` (the newest built-in model: without backfilling its
+    /// worst-off user, a line or sweep, fares better than under every
+    /// heuristic on 96 of 100 fresh multi-user workloads; with `+easy`,
+    /// `fairshare+easy` is fairer on a quarter of them), `fair-v2` …
+    /// `fair-v12` (its forerunners, stdlib/policies/MODEL_CARD.md), `fair`
+    /// (fair-v1, the first model slurp shipped: trained on one site, it is
+    /// less fair elsewhere than `fairshare+easy`) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such
     /// as `easy,fcfs` gives one per level of nesting (the last for all
     /// deeper levels); a nested entry's `policy=` wins
