@@ -88,8 +88,8 @@ struct RunArgs {
     /// with `+easy` or `+conservative`; or a learned policy choosing the next
     /// task: `fair-v13` (the newest built-in model: without backfilling its
     /// worst-off user, a line or sweep, fares better than under every
-    /// heuristic on 96 of 100 fresh multi-user workloads; with `+easy`,
-    /// `fairshare+easy` is fairer on a quarter of them), `fair-v2` …
+    /// heuristic on 146 of 150 fresh multi-user workloads; with `+easy`,
+    /// `fairshare+easy` is fairer on a fifth of them), `fair-v2` …
     /// `fair-v12` (its forerunners, stdlib/policies/MODEL_CARD.md), `fair`
     /// (fair-v1, the first model slurp shipped: trained on one site, it is
     /// less fair elsewhere than `fairshare+easy`) or `fair:MODEL.onnx` (`+easy` to
