@@ -194,6 +194,19 @@ pub struct GenerateArgs {
     /// Override the family's load (work offered over what the machine gives)
     #[arg(long, value_name = "X")]
     load: Option<f64>,
+    /// Override the family's node count: a machine like your site's, with
+    /// the family's habits (judge a model on machines it never saw)
+    #[arg(long, value_name = "N")]
+    nodes: Option<u32>,
+    /// Override the family's processors per node
+    #[arg(long, value_name = "P")]
+    procs_per_node: Option<u32>,
+    /// Override the family's number of users
+    #[arg(long, value_name = "U")]
+    users: Option<u32>,
+    /// Override the family's share of users whose jobs are wide (0 to 1)
+    #[arg(long, value_name = "X")]
+    wide: Option<f64>,
     /// Write here instead of standard output
     #[arg(short, long, value_name = "FILE.swf")]
     output: Option<PathBuf>,
@@ -987,6 +1000,37 @@ fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
             )));
         }
         spec.load = load;
+    }
+    // Bounds that keep a trace generable: the machine's processors fit
+    // SWF's and the simulator's u32, and Zipf's users are at least one.
+    for (flag, value, max, slot) in [
+        ("--nodes", args.nodes, 1_000_000, &mut spec.nodes),
+        (
+            "--procs-per-node",
+            args.procs_per_node,
+            4_096,
+            &mut spec.procs_per_node,
+        ),
+        ("--users", args.users, 100_000, &mut spec.users),
+    ] {
+        if let Some(v) = value {
+            if v == 0 || v > max {
+                return Ok(usage(format!("{flag} {v}: give 1 to {max}")));
+            }
+            *slot = v;
+        }
+    }
+    if spec.nodes as u64 * spec.procs_per_node as u64 > 4_000_000 {
+        return Ok(usage(format!(
+            "--nodes {} × --procs-per-node {}: at most 4,000,000 processors",
+            spec.nodes, spec.procs_per_node
+        )));
+    }
+    if let Some(wide) = args.wide {
+        if !(0.0..=1.0).contains(&wide) {
+            return Ok(usage(format!("--wide {wide}: give a share from 0 to 1")));
+        }
+        spec.wide = wide;
     }
     let text = slurp_sim::generate::generate(&spec, args.seed).to_swf();
     match &args.output {

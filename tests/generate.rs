@@ -53,6 +53,30 @@ fn generated_workload_mistakes_are_named() {
         (vec!["policy", "generate", "mid", "--jobs", "0"], "--jobs 0"),
         (vec!["policy", "generate", "mid", "--load", "0"], "--load 0"),
         (
+            vec!["policy", "generate", "mid", "--nodes", "0"],
+            "--nodes 0",
+        ),
+        (
+            vec!["policy", "generate", "mid", "--users", "0"],
+            "--users 0",
+        ),
+        (
+            vec!["policy", "generate", "mid", "--wide", "1.5"],
+            "--wide 1.5",
+        ),
+        (
+            vec![
+                "policy",
+                "generate",
+                "mid",
+                "--nodes",
+                "1000000",
+                "--procs-per-node",
+                "64",
+            ],
+            "at most 4,000,000 processors",
+        ),
+        (
             vec!["sim", "gen:mid:x"],
             "the seed `x` is not a whole number",
         ),
@@ -60,4 +84,54 @@ fn generated_workload_mistakes_are_named() {
     ] {
         Test::new().args(&args).run().invalid().stderr_has(&[says]);
     }
+}
+
+/// A machine and a user population other than the family's: what a site
+/// generates to judge a model on a machine like its own.
+#[test]
+fn a_generated_machine_and_users_can_be_chosen() {
+    let run = Test::new()
+        .args(&[
+            "policy",
+            "generate",
+            "mid",
+            "--seed",
+            "5",
+            "--jobs",
+            "3000",
+            "--nodes",
+            "100",
+            "--procs-per-node",
+            "2",
+            "--users",
+            "300",
+            "--wide",
+            "0",
+        ])
+        .run()
+        .success();
+    let text = run.stdout;
+    assert!(text.contains("; MaxNodes: 100"), "{}", &text[..400]);
+    assert!(text.contains("; MaxProcs: 200"), "{}", &text[..400]);
+    assert!(
+        text.contains("300 users") && text.contains("wide 0,"),
+        "{}",
+        &text[..400]
+    );
+    let jobs: Vec<Vec<i64>> = text
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(jobs.len(), 3000);
+    // Every job fits the machine asked for, and the jobs come from many
+    // more users than the family's 48 (Zipf: not all 300 submit).
+    assert!(jobs.iter().all(|j| (1..=200).contains(&j[7])));
+    assert_eq!(jobs.iter().map(|j| j[7]).max(), Some(200));
+    let users: std::collections::BTreeSet<i64> = jobs.iter().map(|j| j[11]).collect();
+    assert!(
+        users.len() > 100 && users.iter().all(|&u| (1..=300).contains(&u)),
+        "{}",
+        users.len()
+    );
 }

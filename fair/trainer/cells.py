@@ -12,6 +12,9 @@ unless told otherwise) on one set of workloads:
   choice or judging had used before 2026-12-03; the PPO candidate trained on 11 to 13): a
   second validation set, for choices between models whose held-out cells have been seen.
   `--jobs N` generates N jobs a trace instead of 10,000, so that the windows overlap less.
+- `files`: the workloads `--workloads` names (trace files in `--traces`, or `gen:` names), such
+  as traces written by `slurp policy generate FAMILY --nodes … --users …` for machines and user
+  populations no family has.
 - `held-out`: the model card's three commands: NASA-iPSC, `gen:small:8`, `gen:mid:7`,
   `gen:large:5`, `gen:saturated:9`, `gen:quiet:6`, and RICC's last quarter, all of it and its
   busy windows. Judge a model here once, after it is chosen.
@@ -52,6 +55,8 @@ SETS = {
 
 
 def commands(args):
+    if args.set == "files":
+        return [args.workloads.split(",")]
     if args.set == "fresh":
         seeds = [int(s) for s in args.seeds.split(",")]
         jobs = f":{args.jobs}" if args.jobs else ""
@@ -99,7 +104,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slurp", default="target/release/slurp")
     ap.add_argument("--traces", default="../shared/traces", help="where the trace files are")
-    ap.add_argument("--set", choices=sorted([*SETS, "fresh"]), required=True)
+    ap.add_argument("--set", choices=sorted([*SETS, "fresh", "files"]), required=True)
+    ap.add_argument("--workloads", help="for `--set files`: comma-separated trace files or gen: names")
     ap.add_argument("--seeds", default="14,15,16", help="the generated families' seeds, for `--set fresh`")
     ap.add_argument("--jobs", type=int, help="jobs of each generated trace, for `--set fresh` (default "
                     "10,000: its 50 windows of 1,024 overlap, each job in 6 on average; with 60,000, "
@@ -111,6 +117,8 @@ def main():
     args = ap.parse_args()
     if args.jobs is not None and args.set != "fresh":
         ap.error("--jobs sizes the generated traces of --set fresh; the other sets are fixed")
+    if (args.set == "files") != (args.workloads is not None):
+        ap.error("--workloads names the workloads of --set files, and only of it")
     args.slurp = os.path.abspath(args.slurp)
     named = []
     for m in args.models:
