@@ -618,6 +618,22 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             Ok(w) => w,
             Err(e) => return Ok(usage(format!("--within {e}"))),
         };
+        // A trace that names no users (SWF field 12 is -1 throughout, as in
+        // Lublin's generated traces) has one account: its "worst user" is
+        // the average, and the judge compares averages, not fairness.
+        let mut users = workload.jobs.iter().map(|j| j.user.max(-1));
+        let first = users.next();
+        if users.all(|u| Some(u) == first) {
+            eprintln!(
+                "warning: {} names {}: its worst user's figures are the average's, so this judges the average, not fairness",
+                path.display(),
+                if first == Some(-1) {
+                    "no user (field 12 is -1 for every job)"
+                } else {
+                    "one user only"
+                }
+            );
+        }
         workloads.push((path, workload, within));
     }
     let mut draws: Vec<JudgedDraw> = Vec::new();

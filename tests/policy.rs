@@ -1619,3 +1619,59 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
         assert_eq!(&doc["committed_easy_horizon"], easy, "{model}");
     }
 }
+
+/// A trace that names no user (SWF field 12 is -1 throughout, as Lublin's
+/// generated traces are) has one account, so its worst user's figures are
+/// the average's: the judge says so rather than let a site read averages
+/// as fairness. A trace of many users judges without the warning.
+#[test]
+fn judging_a_trace_without_users_warns_that_it_judges_the_average() {
+    let many = Test::new()
+        .args(&[
+            "policy", "generate", "small", "--seed", "2", "--jobs", "400",
+        ])
+        .run()
+        .success()
+        .stdout;
+    // Field 12 (the user) to -1 on every job line.
+    let anonymous: String = many
+        .lines()
+        .map(|l| {
+            if l.starts_with(';') {
+                return format!("{l}\n");
+            }
+            let mut f: Vec<&str> = l.split_whitespace().collect();
+            f[11] = "-1";
+            format!("{}\n", f.join(" "))
+        })
+        .collect();
+    let judge = |file: &str, text: &str| {
+        Test::new()
+            .file(file, text)
+            .args(&[
+                "policy",
+                "judge",
+                "fair-v13",
+                file,
+                "--samples",
+                "1",
+                "--len",
+                "100",
+            ])
+            .run()
+            .success()
+    };
+    let warned = judge("anonymous.swf", &anonymous);
+    assert!(
+        warned
+            .stderr
+            .contains("anonymous.swf names no user (field 12 is -1 for every job)")
+            && warned.stderr.contains("judges the average, not fairness"),
+        "{}",
+        warned.stderr
+    );
+    // The table still comes: the average is worth judging.
+    assert!(warned.stdout.contains("| anonymous.swf | slurp | easy |"));
+    let plain = judge("users.swf", &many);
+    assert!(!plain.stderr.contains("warning"), "{}", plain.stderr);
+}
