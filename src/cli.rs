@@ -89,7 +89,8 @@ struct RunArgs {
     /// task: `fair-v13` (the newest built-in model: without backfilling its
     /// worst-off user, a line or sweep, fares better than under every
     /// heuristic on 146 of 150 fresh multi-user workloads; with `+easy`,
-    /// `fairshare+easy` is fairer on a fifth of them), `fair-v2` …
+    /// `fairshare+easy` is fairer on a fifth of them; where time limits are
+    /// the tasks' true lengths, `sjf` is fairer), `fair-v2` …
     /// `fair-v12` (its forerunners, stdlib/policies/MODEL_CARD.md), `fair`
     /// (fair-v1, the first model slurp shipped: trained on one site, it is
     /// less fair elsewhere than `fairshare+easy`) or `fair:MODEL.onnx` (`+easy` to

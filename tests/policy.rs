@@ -1623,9 +1623,11 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
 /// A trace that names no user (SWF field 12 is -1 throughout, as Lublin's
 /// generated traces are) has one account, so its worst user's figures are
 /// the average's: the judge says so rather than let a site read averages
-/// as fairness. A trace of many users judges without the warning.
+/// as fairness. A trace without requested times is replayed with exact
+/// estimates, which no model was trained on: the judge says that too. A
+/// trace of many users with estimates judges without a warning.
 #[test]
-fn judging_a_trace_without_users_warns_that_it_judges_the_average() {
+fn judging_a_trace_without_users_or_estimates_warns() {
     let many = Test::new()
         .args(&[
             "policy", "generate", "small", "--seed", "2", "--jobs", "400",
@@ -1674,4 +1676,32 @@ fn judging_a_trace_without_users_warns_that_it_judges_the_average() {
     assert!(warned.stdout.contains("| anonymous.swf | slurp | easy |"));
     let plain = judge("users.swf", &many);
     assert!(!plain.stderr.contains("warning"), "{}", plain.stderr);
+
+    // Field 9 (the requested time) to -1: the replay takes each run time
+    // as the estimate, exact estimates no model was trained on.
+    let exact: String = many
+        .lines()
+        .map(|l| {
+            if l.starts_with(';') {
+                return format!("{l}\n");
+            }
+            let mut f: Vec<&str> = l.split_whitespace().collect();
+            f[8] = "-1";
+            format!("{}\n", f.join(" "))
+        })
+        .collect();
+    let warned = judge("exact.swf", &exact);
+    assert!(
+        warned
+            .stderr
+            .contains("exact.swf: 400 of 400 jobs have their run time as their estimate")
+            && warned.stderr.contains("`sjf` is the fairest heuristic"),
+        "{}",
+        warned.stderr
+    );
+    assert!(
+        !warned.stderr.contains("names no user"),
+        "{}",
+        warned.stderr
+    );
 }
