@@ -207,6 +207,10 @@ pub struct GenerateArgs {
     /// Override the family's share of users whose jobs are wide (0 to 1)
     #[arg(long, value_name = "X")]
     wide: Option<f64>,
+    /// Write no requested times (-1), as archive traces without estimates
+    /// do: replays take each run time as its estimate, so estimates are exact
+    #[arg(long)]
+    no_estimates: bool,
     /// Write here instead of standard output
     #[arg(short, long, value_name = "FILE.swf")]
     output: Option<PathBuf>,
@@ -1064,7 +1068,18 @@ fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
         }
         spec.wide = wide;
     }
-    let text = slurp_sim::generate::generate(&spec, args.seed).to_swf();
+    let mut trace = slurp_sim::generate::generate(&spec, args.seed);
+    if args.no_estimates {
+        for job in &mut trace.jobs {
+            job.req_time = -1;
+        }
+        for (key, value) in &mut trace.header {
+            if key == "Note" {
+                value.push_str(", no requested times");
+            }
+        }
+    }
+    let text = trace.to_swf();
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?,

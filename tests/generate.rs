@@ -135,3 +135,51 @@ fn a_generated_machine_and_users_can_be_chosen() {
         users.len()
     );
 }
+
+/// `--no-estimates` writes the same jobs with no requested time (-1), as
+/// archive traces without estimates are: a replay takes each run time as
+/// the estimate, and the judge says the estimates are exact.
+#[test]
+fn a_generated_trace_can_leave_out_the_estimates() {
+    let generate = |extra: &[&str]| {
+        let mut args = vec![
+            "policy", "generate", "quiet", "--seed", "6", "--jobs", "1000",
+        ];
+        args.extend_from_slice(extra);
+        Test::new().args(&args).run().success().stdout
+    };
+    let fields = |text: &str| -> Vec<Vec<i64>> {
+        text.lines()
+            .filter(|l| !l.starts_with(';'))
+            .map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect())
+            .collect()
+    };
+    let with = fields(&generate(&[]));
+    let text = generate(&["--no-estimates"]);
+    assert!(text.contains("no requested times"), "{}", &text[..300]);
+    let without = fields(&text);
+    assert_eq!(with.len(), without.len());
+    for (a, b) in with.iter().zip(&without) {
+        assert!(a[8] > 0, "{a:?}");
+        assert_eq!(b[8], -1, "{b:?}");
+        // Every other field is the same job's.
+        let mut a = a.clone();
+        a[8] = -1;
+        assert_eq!(&a, b);
+    }
+    Test::new()
+        .file("exact.swf", &text)
+        .args(&[
+            "policy",
+            "judge",
+            "fair-v13",
+            "exact.swf",
+            "--samples",
+            "1",
+            "--len",
+            "200",
+        ])
+        .run()
+        .success()
+        .stderr_has(&["have their run time as their estimate"]);
+}
