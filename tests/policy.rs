@@ -1624,8 +1624,8 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
 /// generated traces are) has one account, so its worst user's figures are
 /// the average's: the judge says so rather than let a site read averages
 /// as fairness. A trace without requested times is replayed with exact
-/// estimates, which no model was trained on: the judge says that too. A
-/// trace of many users with estimates judges without a warning.
+/// estimates, where `sjf` is usually the fairest: the judge says that too.
+/// A trace of many users with estimates judges without a warning.
 #[test]
 fn judging_a_trace_without_users_or_estimates_warns() {
     let many = Test::new()
@@ -1635,18 +1635,20 @@ fn judging_a_trace_without_users_or_estimates_warns() {
         .run()
         .success()
         .stdout;
-    // Field 12 (the user) to -1 on every job line.
-    let anonymous: String = many
-        .lines()
-        .map(|l| {
-            if l.starts_with(';') {
-                return format!("{l}\n");
-            }
-            let mut f: Vec<&str> = l.split_whitespace().collect();
-            f[11] = "-1";
-            format!("{}\n", f.join(" "))
-        })
-        .collect();
+    // SWF field `n` (counted from 1) to -1 on every job line.
+    let unknown = |n: usize| -> String {
+        many.lines()
+            .map(|l| {
+                if l.starts_with(';') {
+                    return format!("{l}\n");
+                }
+                let mut f: Vec<&str> = l.split_whitespace().collect();
+                f[n - 1] = "-1";
+                format!("{}\n", f.join(" "))
+            })
+            .collect()
+    };
+    let anonymous = unknown(12);
     let judge = |file: &str, text: &str| {
         Test::new()
             .file(file, text)
@@ -1663,42 +1665,22 @@ fn judging_a_trace_without_users_or_estimates_warns() {
             .run()
             .success()
     };
-    let warned = judge("anonymous.swf", &anonymous);
-    assert!(
-        warned
-            .stderr
-            .contains("anonymous.swf names no user (field 12 is -1 for every job)")
-            && warned.stderr.contains("judges the average, not fairness"),
-        "{}",
-        warned.stderr
-    );
+    let warned = judge("anonymous.swf", &anonymous).stderr_has(&[
+        "anonymous.swf names no user (field 12 is -1 for every job)",
+        "judges the average, not fairness",
+    ]);
     // The table still comes: the average is worth judging.
     assert!(warned.stdout.contains("| anonymous.swf | slurp | easy |"));
     let plain = judge("users.swf", &many);
     assert!(!plain.stderr.contains("warning"), "{}", plain.stderr);
 
     // Field 9 (the requested time) to -1: the replay takes each run time
-    // as the estimate, exact estimates no model was trained on.
-    let exact: String = many
-        .lines()
-        .map(|l| {
-            if l.starts_with(';') {
-                return format!("{l}\n");
-            }
-            let mut f: Vec<&str> = l.split_whitespace().collect();
-            f[8] = "-1";
-            format!("{}\n", f.join(" "))
-        })
-        .collect();
-    let warned = judge("exact.swf", &exact);
-    assert!(
-        warned
-            .stderr
-            .contains("exact.swf: 400 of 400 jobs have their run time as their estimate")
-            && warned.stderr.contains("`sjf` is the fairest heuristic"),
-        "{}",
-        warned.stderr
-    );
+    // as the estimate, so estimates are exact.
+    let exact = unknown(9);
+    let warned = judge("exact.swf", &exact).stderr_has(&[
+        "exact.swf: 400 of 400 jobs have their run time as their estimate",
+        "`sjf` is the fairest heuristic",
+    ]);
     assert!(
         !warned.stderr.contains("names no user"),
         "{}",
