@@ -198,9 +198,9 @@ pub struct GenerateArgs {
     /// the family's habits (judge a model on machines it never saw)
     #[arg(long, value_name = "N")]
     nodes: Option<u32>,
-    /// Override the family's processors per node
-    #[arg(long, value_name = "P")]
-    procs_per_node: Option<u32>,
+    /// Override the family's processors per node (as `slurp sim --cores`)
+    #[arg(long, value_name = "N")]
+    cores: Option<u32>,
     /// Override the family's number of users
     #[arg(long, value_name = "U")]
     users: Option<u32>,
@@ -622,37 +622,8 @@ pub fn judge(args: &JudgeArgs) -> std::io::Result<ExitCode> {
             Ok(w) => w,
             Err(e) => return Ok(usage(format!("--within {e}"))),
         };
-        // A trace that names no users (SWF field 12 is -1 throughout, as in
-        // Lublin's generated traces) has one account: its "worst user" is
-        // the average, and the judge compares averages, not fairness.
-        let mut users = workload.jobs.iter().map(|j| j.user.max(-1));
-        let first = users.next();
-        if users.all(|u| Some(u) == first) {
-            eprintln!(
-                "warning: {} names {}: its worst user's figures are the average's, so this judges the average, not fairness",
-                path.display(),
-                if first == Some(-1) {
-                    "no user (field 12 is -1 for every job)"
-                } else {
-                    "one user only"
-                }
-            );
-        }
-        // A trace without requested times (field 9 is -1) is replayed with
-        // each job's run time as its estimate. With exact estimates SJF is
-        // the fairest heuristic on most workloads and the learned models,
-        // trained mostly on estimates users typed, win under half the cells
-        // (fair/trainer/runs/v49-site-shapes.md).
-        // A job killed at its limit also has its estimate as its run, so
-        // only a trace where nearly every job does is named.
-        let exact = workload.jobs.iter().filter(|j| j.estimate == j.run).count();
-        if exact * 10 >= workload.jobs.len() * 9 {
-            eprintln!(
-                "warning: {}: {} of {} jobs have their run time as their estimate (a trace without requested times is replayed so): with exact estimates `sjf` is the fairest heuristic on most workloads, and fair-v13 wins under half the cells",
-                path.display(),
-                exact,
-                workload.jobs.len()
-            );
+        for caveat in workload.caveats() {
+            eprintln!("warning: {}: {caveat}", path.display());
         }
         workloads.push((path, workload, within));
     }
@@ -1041,12 +1012,7 @@ fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
     // SWF's and the simulator's u32, and Zipf's users are at least one.
     for (flag, value, max, slot) in [
         ("--nodes", args.nodes, 1_000_000, &mut spec.nodes),
-        (
-            "--procs-per-node",
-            args.procs_per_node,
-            4_096,
-            &mut spec.procs_per_node,
-        ),
+        ("--cores", args.cores, 4_096, &mut spec.procs_per_node),
         ("--users", args.users, 100_000, &mut spec.users),
     ] {
         if let Some(v) = value {
@@ -1058,7 +1024,7 @@ fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
     }
     if spec.nodes as u64 * spec.procs_per_node as u64 > 4_000_000 {
         return Ok(usage(format!(
-            "--nodes {} × --procs-per-node {}: at most 4,000,000 processors",
+            "--nodes {} × --cores {}: at most 4,000,000 processors",
             spec.nodes, spec.procs_per_node
         )));
     }
@@ -1068,18 +1034,8 @@ fn generate(args: &GenerateArgs) -> std::io::Result<ExitCode> {
         }
         spec.wide = wide;
     }
-    let mut trace = slurp_sim::generate::generate(&spec, args.seed);
-    if args.no_estimates {
-        for job in &mut trace.jobs {
-            job.req_time = -1;
-        }
-        for (key, value) in &mut trace.header {
-            if key == "Note" {
-                value.push_str(", no requested times");
-            }
-        }
-    }
-    let text = trace.to_swf();
+    spec.estimates = !args.no_estimates;
+    let text = slurp_sim::generate::generate(&spec, args.seed).to_swf();
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?,

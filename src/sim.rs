@@ -146,6 +146,9 @@ pub fn sim(args: &SimArgs) -> io::Result<ExitCode> {
             trace.jobs.len()
         ));
     }
+    for caveat in workload.caveats() {
+        eprintln!("warning: {name}: {caveat}");
+    }
     let windows = match windows(args, &workload) {
         Ok(w) => w,
         Err(e) => return usage(e),

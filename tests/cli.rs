@@ -60,9 +60,10 @@ fn instance_and_launch_options_appear_only_where_they_mean_something() {
         let text = help(args);
         for option in ["--cores", "--backend", "--srun", "--max-tasks"] {
             let listed = text.contains(&format!("{option} <"));
-            // `sim` has a `--cores` of its own: the trace machine's.
+            // `sim` and `policy generate` have a `--cores` of their own:
+            // the trace machine's processors per node.
             let expected = (own.contains(&args[0]) && args.len() == 1)
-                || (args == &["sim"] && option == "--cores");
+                || ((args == &["sim"] || args == &["policy", "generate"]) && option == "--cores");
             assert_eq!(
                 listed,
                 expected,

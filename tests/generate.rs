@@ -66,13 +66,7 @@ fn generated_workload_mistakes_are_named() {
         ),
         (
             vec![
-                "policy",
-                "generate",
-                "mid",
-                "--nodes",
-                "1000000",
-                "--procs-per-node",
-                "64",
+                "policy", "generate", "mid", "--nodes", "1000000", "--cores", "64",
             ],
             "at most 4,000,000 processors",
         ),
@@ -92,21 +86,8 @@ fn generated_workload_mistakes_are_named() {
 fn a_generated_machine_and_users_can_be_chosen() {
     let run = Test::new()
         .args(&[
-            "policy",
-            "generate",
-            "mid",
-            "--seed",
-            "5",
-            "--jobs",
-            "3000",
-            "--nodes",
-            "100",
-            "--procs-per-node",
-            "2",
-            "--users",
-            "300",
-            "--wide",
-            "0",
+            "policy", "generate", "mid", "--seed", "5", "--jobs", "3000", "--nodes", "100",
+            "--cores", "2", "--users", "300", "--wide", "0",
         ])
         .run()
         .success();

@@ -1622,10 +1622,11 @@ fn fair_v12_does_not_keep_a_choice_reserved_far_ahead_without_backfilling() {
 
 /// A trace that names no user (SWF field 12 is -1 throughout, as Lublin's
 /// generated traces are) has one account, so its worst user's figures are
-/// the average's: the judge says so rather than let a site read averages
-/// as fairness. A trace without requested times is replayed with exact
-/// estimates, where `sjf` is usually the fairest: the judge says that too.
-/// A trace of many users with estimates judges without a warning.
+/// the average's: the judge (and `slurp sim`) says so rather than let a
+/// site read averages as fairness. A trace without requested times is
+/// replayed with exact estimates, where `sjf` is usually the fairest: the
+/// judge says that too. A trace of many users with estimates judges
+/// without a warning.
 #[test]
 fn judging_a_trace_without_users_or_estimates_warns() {
     let many = Test::new()
@@ -1666,9 +1667,16 @@ fn judging_a_trace_without_users_or_estimates_warns() {
             .success()
     };
     let warned = judge("anonymous.swf", &anonymous).stderr_has(&[
-        "anonymous.swf names no user (field 12 is -1 for every job)",
-        "judges the average, not fairness",
+        "anonymous.swf: names no user (field 12 is -1 for every job)",
+        "say nothing about fairness",
     ]);
+    // `slurp sim` reads workloads the same way and says the same.
+    Test::new()
+        .file("anonymous.swf", &anonymous)
+        .args(&["sim", "anonymous.swf", "--policy", "fcfs"])
+        .run()
+        .success()
+        .stderr_has(&["anonymous.swf: names no user"]);
     // The table still comes: the average is worth judging.
     assert!(warned.stdout.contains("| anonymous.swf | slurp | easy |"));
     let plain = judge("users.swf", &many);

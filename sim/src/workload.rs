@@ -194,3 +194,96 @@ impl Workload {
         }
     }
 }
+
+impl Workload {
+    /// What this workload's figures cannot say, one sentence each, for
+    /// every command that replays it to print beside its name:
+    ///
+    /// - a trace that names no user (field 12 is −1 throughout, as in
+    ///   Lublin's generated traces) or one only has one account, so its
+    ///   worst user's figures are its average's;
+    /// - a trace without requested times (field 9 is −1) is replayed with
+    ///   each run time as the estimate, and with exact estimates SJF is the
+    ///   fairest heuristic on most workloads while the learned models win
+    ///   under half the cells (fair/trainer/runs/v49-site-shapes.md). A job
+    ///   killed at its limit also ran its estimate, so only a workload
+    ///   where nine jobs in ten or more did is named.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut caveats = Vec::new();
+        let mut users = self.jobs.iter().map(|j| j.user.max(-1));
+        let first = users.next();
+        if users.all(|u| Some(u) == first) {
+            caveats.push(format!(
+                "names {}: its worst user's figures are the average's, so they say nothing about fairness",
+                if first == Some(-1) {
+                    "no user (field 12 is -1 for every job)"
+                } else {
+                    "one user only"
+                }
+            ));
+        }
+        let exact = self.jobs.iter().filter(|j| j.estimate == j.run).count();
+        if !self.jobs.is_empty() && exact * 10 >= self.jobs.len() * 9 {
+            caveats.push(format!(
+                "{exact} of {} jobs have their run time as their estimate (a trace without requested times is replayed so): with exact estimates `sjf` is the fairest heuristic on most workloads, and the learned models (fair-v13) win under half the cells",
+                self.jobs.len()
+            ));
+        }
+        caveats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(user: i64, run: u64, estimate: u64) -> SimJob {
+        SimJob {
+            id: 0,
+            submit: 0,
+            run,
+            estimate,
+            procs: 1,
+            user,
+            group: -1,
+            exe: -1,
+            mem: -1,
+        }
+    }
+
+    fn caveats(jobs: Vec<SimJob>) -> Vec<String> {
+        Workload {
+            machine: Machine {
+                nodes: 1,
+                procs_per_node: 1,
+            },
+            jobs,
+            dropped: Dropped::default(),
+            max_run: 0,
+        }
+        .caveats()
+    }
+
+    #[test]
+    fn a_workload_says_where_its_figures_cannot_mean_fairness() {
+        // Two users, estimates above the runs: nothing to say.
+        let plain: Vec<SimJob> = (0..20).map(|i| job(i % 2, 60, 600)).collect();
+        assert!(caveats(plain.clone()).is_empty());
+        // No user, one user.
+        let none: Vec<SimJob> = plain.iter().map(|j| SimJob { user: -1, ..*j }).collect();
+        assert!(caveats(none)[0].starts_with("names no user"));
+        let one: Vec<SimJob> = plain.iter().map(|j| SimJob { user: 7, ..*j }).collect();
+        assert!(caveats(one)[0].starts_with("names one user only"));
+        // Nine jobs in ten run exactly their estimate: named; eight in ten
+        // (jobs killed at their limits, say): not.
+        let exact = |n: usize| -> Vec<SimJob> {
+            (0..20)
+                .map(|i| job(i as i64 % 2, 60, if i < n { 60 } else { 600 }))
+                .collect()
+        };
+        assert_eq!(caveats(exact(16)), Vec::<String>::new());
+        let named = caveats(exact(18));
+        assert_eq!(named.len(), 1);
+        assert!(named[0].starts_with("18 of 20 jobs have their run time as their estimate"));
+    }
+}
