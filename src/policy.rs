@@ -72,6 +72,22 @@ pub struct ShortlistArgs {
     /// Its network for the reference model's committed choices under EASY
     #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
     committed_easy: Option<crate::train::Rule>,
+    /// The model's own network's shortlist once the jobs that ended show
+    /// exact estimates (nine in ten ran what they asked for: a trace
+    /// without requested times; fair-v14: sjf:32), in place of --slurp's,
+    /// or `none`; the networks seeing v2 or later may carry one
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
+    slurp_exact: Option<crate::train::Rule>,
+    /// The same for its network for slurp's model and real runs under EASY
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
+    slurp_easy_exact: Option<crate::train::Rule>,
+    /// The same for its network for the reference model's committed choices
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
+    committed_exact: Option<crate::train::Rule>,
+    /// The same for its network for the reference model's committed choices
+    /// under EASY
+    #[arg(long, value_name = "ORDER:MARGIN[:WIDE]", value_parser = crate::train::shortlist_arg)]
+    committed_easy_exact: Option<crate::train::Rule>,
     /// For its network for the reference model's committed choices under
     /// EASY: pass over a job it would wait for whose reservation begins
     /// more than SHARE × the longest estimate among the running and
@@ -125,7 +141,7 @@ fn horizon_arg(text: &str) -> Result<HorizonArg, String> {
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v13` or MODEL.onnx
+    /// `fair-v14` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model
@@ -308,9 +324,10 @@ pub fn policy(command: &PolicyCommand) -> std::io::Result<ExitCode> {
 /// rewritten, checked by loading them before they are written.
 fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     use slurp_fair::model::{
-        COMMITTED_BACKLOG, COMMITTED_EASY_BACKLOG, COMMITTED_EASY_HORIZON,
-        COMMITTED_EASY_SHORTLIST, COMMITTED_HORIZON, COMMITTED_SHORTLIST, SHORTLIST,
-        SLURP_EASY_SHORTLIST,
+        COMMITTED_BACKLOG, COMMITTED_EASY_BACKLOG, COMMITTED_EASY_EXACT_SHORTLIST,
+        COMMITTED_EASY_HORIZON, COMMITTED_EASY_SHORTLIST, COMMITTED_EXACT_SHORTLIST,
+        COMMITTED_HORIZON, COMMITTED_SHORTLIST, EXACT_SHORTLIST, SHORTLIST,
+        SLURP_EASY_EXACT_SHORTLIST, SLURP_EASY_SHORTLIST,
     };
     let file = match slurp_fair::spec::Source::of(&args.model).read() {
         Ok(file) => file,
@@ -332,14 +349,32 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
             "slurp's model under EASY",
         ),
         (
+            "--slurp-easy-exact",
+            &args.slurp_easy_exact,
+            model.slurp_easy().is_some(),
+            "slurp's model under EASY",
+        ),
+        (
             "--committed",
             &args.committed,
             model.carries(false),
             "committed choices",
         ),
         (
+            "--committed-exact",
+            &args.committed_exact,
+            model.carries(false),
+            "committed choices",
+        ),
+        (
             "--committed-easy",
             &args.committed_easy,
+            model.carries(true),
+            "committed choices under EASY",
+        ),
+        (
+            "--committed-easy-exact",
+            &args.committed_easy_exact,
             model.carries(true),
             "committed choices under EASY",
         ),
@@ -383,26 +418,59 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     for (flag, asked, has, what) in carried {
         if asked.is_some() && !has {
             return Ok(usage(format!(
-                "{flag}: {name} carries no network of its own for {what}; its own network chooses there, and `--slurp` gives it its shortlist"
+                "{flag}: {name} carries no network of its own for {what}; its own network chooses there, and `--slurp` (`--slurp-exact`) gives it its shortlist"
             )));
         }
     }
     // A rule a network cannot read (`fairshare` without fair-share turns)
     // is refused naming its flag, not the metadata key it would be under.
     let seeing = [
-        ("--slurp", &args.own, Some(&model)),
-        ("--slurp-easy", &args.slurp_easy, model.slurp_easy()),
-        ("--committed", &args.committed, Some(model.committed(false))),
+        ("--slurp", &args.own, Some(&model), false),
+        ("--slurp-exact", &args.slurp_exact, Some(&model), true),
+        ("--slurp-easy", &args.slurp_easy, model.slurp_easy(), false),
+        (
+            "--slurp-easy-exact",
+            &args.slurp_easy_exact,
+            model.slurp_easy(),
+            true,
+        ),
+        (
+            "--committed",
+            &args.committed,
+            Some(model.committed(false)),
+            false,
+        ),
+        (
+            "--committed-exact",
+            &args.committed_exact,
+            Some(model.committed(false)),
+            true,
+        ),
         (
             "--committed-easy",
             &args.committed_easy,
             Some(model.committed(true)),
+            false,
+        ),
+        (
+            "--committed-easy-exact",
+            &args.committed_easy_exact,
+            Some(model.committed(true)),
+            true,
         ),
     ];
-    for (flag, asked, net) in seeing {
-        let rule = asked.and_then(|r| r.0);
-        if let Some(reason) = rule.zip(net).and_then(|(l, n)| l.unreadable_by(n.sight)) {
+    for (flag, asked, net, exact) in seeing {
+        let (Some(rule), Some(net)) = (asked.and_then(|r| r.0), net) else {
+            continue;
+        };
+        if let Some(reason) = rule.unreadable_by(net.sight) {
             return Ok(usage(format!("{flag}: {reason}")));
+        }
+        // The count of ended jobs is kept by v2's standing and later.
+        if exact && net.sight == Sight::V1 {
+            return Ok(usage(format!(
+                "{flag}: the network sees observation v1, which keeps no account of the jobs that ended; a v2 … v9 model can have a shortlist for exact estimates"
+            )));
         }
     }
     // A backlog rule widens its network's shortlist: one left without a
@@ -452,6 +520,10 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
         (SLURP_EASY_SHORTLIST, &args.slurp_easy),
         (COMMITTED_SHORTLIST, &args.committed),
         (COMMITTED_EASY_SHORTLIST, &args.committed_easy),
+        (EXACT_SHORTLIST, &args.slurp_exact),
+        (SLURP_EASY_EXACT_SHORTLIST, &args.slurp_easy_exact),
+        (COMMITTED_EXACT_SHORTLIST, &args.committed_exact),
+        (COMMITTED_EASY_EXACT_SHORTLIST, &args.committed_easy_exact),
     ] {
         match asked {
             Some(rule) => set.push((key, rule.0.map(|r| r.to_string()))),
@@ -486,7 +558,7 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     }
     if set.is_empty() {
         return Ok(usage(
-            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), --horizon or --committed-horizon (SHARE or none), --backlog or --committed-backlog (JOBS:MARGIN or none), or --clear",
+            "nothing to change: give --slurp, --slurp-easy, --committed or --committed-easy (ORDER:MARGIN[:WIDE] or none), their -exact kin, --horizon or --committed-horizon (SHARE or none), --backlog or --committed-backlog (JOBS:MARGIN or none), or --clear",
         ));
     }
     let written = match slurp_fair::export::renoted(&file.bytes, &set) {
@@ -507,7 +579,13 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
 
 /// Each network's shortlist, as `policy shortlist` reports them.
 fn shortlists(m: &Model) -> String {
-    let rule = |m: &Model| m.shortlist().map_or("none".to_owned(), |l| l.to_string());
+    let rule = |m: &Model| {
+        let own = m.shortlist().map_or("none".to_owned(), |l| l.to_string());
+        match m.exact() {
+            Some(exact) => format!("{own} ({exact} with exact estimates)"),
+            None => own,
+        }
+    };
     let mut parts = vec![format!("its own network {}", rule(m))];
     if let Some(easy) = m.slurp_easy() {
         parts.push(format!("slurp's model under EASY {}", rule(easy)));

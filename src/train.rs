@@ -95,6 +95,12 @@ struct Keep {
     /// their horizons are while the network keeps a shortlist to widen.
     easy_backlog: Option<Backlog>,
     committed_backlog: Option<Backlog>,
+    /// The start's shortlists for exact estimates (`exact.rs`) of its own
+    /// network, for slurp's model under EASY, and for committed choices
+    /// without and with EASY: each written back with its network, the
+    /// searched one's too (the search itself plays that network under its
+    /// own shortlist only). Filled by the caller of [`keeps`].
+    exact: [Option<Shortlist>; 4],
 }
 
 /// Which backfilling a search's cells replay.
@@ -468,7 +474,17 @@ fn evolve(
     let keep = match &init {
         None => Keep::default(),
         Some((path, m)) => match keeps(m, slot, args) {
-            Ok(keep) => keep,
+            Ok(keep) => Keep {
+                exact: [
+                    m.exact(),
+                    m.slurp_easy().and_then(Model::exact),
+                    m.carries(false)
+                        .then(|| m.committed(false).exact())
+                        .flatten(),
+                    m.carries(true).then(|| m.committed(true).exact()).flatten(),
+                ],
+                ..keep
+            },
             Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
     };
@@ -887,6 +903,29 @@ fn write_searched(
         });
     let listed = |key: &'static str, list: Option<Shortlist>| list.map(|l| (key, l.to_string()));
     let easy_written = easy.is_some();
+    let [main_exact, slurp_easy_exact, committed_exact, easy_exact] = keep.exact;
+    for (written, key, list) in [
+        (
+            slurp_easy.is_some(),
+            model::SLURP_EASY_EXACT_SHORTLIST,
+            slurp_easy_exact,
+        ),
+        (
+            committed.is_some(),
+            model::COMMITTED_EXACT_SHORTLIST,
+            committed_exact,
+        ),
+        (
+            easy_written,
+            model::COMMITTED_EASY_EXACT_SHORTLIST,
+            easy_exact,
+        ),
+        (true, model::EXACT_SHORTLIST, main_exact),
+    ] {
+        if written {
+            notes.extend(listed(key, list));
+        }
+    }
     if committed.is_some() {
         notes.extend(
             keep.committed_horizon
@@ -1079,6 +1118,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed_horizon,
                 easy_backlog,
                 committed_backlog,
+                ..Keep::default()
             });
         }
         if m.has_committed() || slurp_easy.is_some() {
@@ -1115,6 +1155,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed_horizon,
             easy_backlog,
             committed_backlog,
+            ..Keep::default()
         },
         // The network for no backfilling keeps serving it; EASY's is searched.
         (Slot::Easy, _) => Keep {
@@ -1126,6 +1167,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed_horizon,
             easy_backlog,
             committed_backlog,
+            ..Keep::default()
         },
         // EASY keeps the network it had: its own, the shared one, or the
         // model's.
@@ -1138,6 +1180,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
             committed_horizon,
             easy_backlog,
             committed_backlog,
+            ..Keep::default()
         },
         // One network searched for both modes.
         _ => {
@@ -1155,6 +1198,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
                 committed_horizon,
                 easy_backlog,
                 committed_backlog,
+                ..Keep::default()
             }
         }
     })

@@ -1569,6 +1569,82 @@ fn policy_shortlist_sets_and_takes_away_a_backlog_rule() {
     }
 }
 
+/// `--slurp-exact` and its kin give a network the shortlist it chooses
+/// through once ended jobs show exact estimates, `none` takes it away (as
+/// `--clear` does), and the report names each beside the network's own.
+/// Refused, naming the flag and writing nothing: a network the model does
+/// not carry, and a v1 model, which keeps no account of ended jobs.
+#[test]
+fn policy_shortlist_sets_and_takes_away_a_shortlist_for_exact_estimates() {
+    let set = shortlisted;
+    let loaded = |bytes: Option<Vec<u8>>| {
+        let test = Test::new().file("x.onnx", bytes.unwrap());
+        slurp_fair::Model::load(&test.path().join("x.onnx"), None).unwrap()
+    };
+    let exact = |m: &slurp_fair::Model| m.exact().map(|l| l.to_string());
+    let (run, bytes) = set(
+        "fair-v13",
+        &[
+            "--slurp-exact",
+            "sjf:32",
+            "--committed-easy-exact",
+            "fcfs:8",
+        ],
+    );
+    let run = run.success();
+    assert!(
+        run.stderr
+            .contains("its own network f1:32 (sjf:32 with exact estimates)")
+            && run
+                .stderr
+                .contains("committed choices under EASY f1:96 (fcfs:8 with exact estimates)"),
+        "{}",
+        run.stderr
+    );
+    let model = loaded(bytes);
+    assert_eq!(exact(&model).as_deref(), Some("sjf:32"));
+    assert_eq!(exact(model.committed(true)).as_deref(), Some("fcfs:8"));
+    assert_eq!(exact(model.committed(false)), None);
+    assert_eq!(exact(model.slurp_easy().unwrap()), None);
+    // Their own shortlists are as they were.
+    assert_eq!(
+        model.shortlist().map(|l| l.to_string()).as_deref(),
+        Some("f1:32")
+    );
+    // fair-v14 carries one on every network; taken away again.
+    for away in [&["--slurp-exact", "none"][..], &["--clear"]] {
+        let (run, bytes) = set("fair-v14", away);
+        run.success();
+        let model = loaded(bytes);
+        assert_eq!(exact(&model), None, "{away:?}");
+        let kept = (away[0] != "--clear").then(|| "sjf:1000000000".to_owned());
+        assert_eq!(exact(model.committed(false)), kept, "{away:?}");
+    }
+    for (model, args, said) in [
+        (
+            "fair-v3",
+            &["--committed-exact", "sjf:8"][..],
+            &[
+                "--committed-exact",
+                "no network of its own for committed choices",
+            ][..],
+        ),
+        (
+            "fair",
+            &["--slurp-exact", "sjf:8"],
+            &[
+                "--slurp-exact",
+                "observation v1",
+                "no account of the jobs that ended",
+            ],
+        ),
+    ] {
+        let (run, bytes) = set(model, args);
+        run.invalid().stderr_has(said);
+        assert!(bytes.is_none(), "{model} {args:?}");
+    }
+}
+
 /// A window of `gen:saturated:799` where fair-v11, in RLScheduler's model
 /// without backfilling, chose jobs that could start only much later and
 /// kept them while the machine idled, everything else waiting. fair-v12

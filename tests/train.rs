@@ -616,14 +616,23 @@ fn a_search_for_one_backfilling_mode_keeps_the_other_modes_network() {
 }
 
 /// A search from a model whose networks for committed choices have
-/// horizons (fair-v13: one without backfilling, one under EASY) and a
+/// horizons (fair-v14: one without backfilling, one under EASY) and a
 /// backlog rule (without backfilling) writes each network with its own:
 /// searched (it played under them, `fair/tests/horizon.rs`,
-/// `fair/tests/backlog.rs`), or kept while another is.
+/// `fair/tests/backlog.rs`), or kept while another is; and every network
+/// with its shortlist for exact estimates.
 #[test]
 fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
     let load = |p: &std::path::Path| slurp_fair::Model::load(p, None).unwrap();
-    let v13 = slurp_fair::built_in("fair-v13").unwrap();
+    let v14 = slurp_fair::built_in("fair-v14").unwrap();
+    let exact = |m: &slurp_fair::Model| {
+        [
+            m.exact(),
+            m.slurp_easy().and_then(slurp_fair::Model::exact),
+            m.committed(false).exact(),
+            m.committed(true).exact(),
+        ]
+    };
     for (out, more) in [
         (
             "easy.onnx",
@@ -635,11 +644,12 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
         ),
         ("slurp.onnx", ["--sim-model", "slurp", "--backfill", "easy"]),
     ] {
-        let mut args = vec!["--init", "fair-v13"];
+        let mut args = vec!["--init", "fair-v14"];
         args.extend_from_slice(&more);
         let test = small_search(out, "1", &args);
         let run = test.run().success();
         let written = load(&test.path().join(out));
+        assert_eq!(exact(&written), exact(&v14), "{more:?}");
         for easy in [false, true] {
             assert_eq!(
                 written.committed(easy).horizon().map(|h| h.share),
@@ -669,7 +679,7 @@ fn a_search_from_a_model_with_a_horizon_writes_it_with_that_network() {
         for easy in [false, true] {
             let searched = model == "reference" && (backfill == "easy") == easy;
             assert_eq!(
-                written.committed_layers(easy) != v13.committed_layers(easy),
+                written.committed_layers(easy) != v14.committed_layers(easy),
                 searched,
                 "{more:?}, EASY {easy}"
             );
@@ -1825,7 +1835,6 @@ fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
 /// file byte for byte.
 #[test]
 fn fair_v11_is_fair_v10_with_a_horizon_for_choices_kept_under_easy() {
-    let repo = common::repo();
     let v11 = slurp_fair::built_in("fair-v11").unwrap();
     let v10 = slurp_fair::built_in("fair-v10").unwrap();
     assert_eq!(networks(&v11), networks(&v10));
@@ -1835,21 +1844,7 @@ fn fair_v11_is_fair_v10_with_a_horizon_for_choices_kept_under_easy() {
         assert_eq!(other.horizon(), None);
     }
 
-    let test = Test::new().args(&[
-        "policy",
-        "shortlist",
-        "fair-v10",
-        "--horizon",
-        "0.5",
-        "-o",
-        "fair-v11.onnx",
-    ]);
-    test.run().success();
-    assert!(
-        std::fs::read(test.path().join("fair-v11.onnx")).unwrap()
-            == std::fs::read(repo.join("stdlib/policies/fair-v11.onnx")).unwrap(),
-        "the card's recipe does not give fair-v11"
-    );
+    assert_shortlist_recipe("fair-v10", &["--horizon", "0.5"], "fair-v11");
 }
 
 /// fair-v12 is fair-v11 with the same horizon for its network for
@@ -1859,7 +1854,6 @@ fn fair_v11_is_fair_v10_with_a_horizon_for_choices_kept_under_easy() {
 /// shipped file byte for byte.
 #[test]
 fn fair_v12_is_fair_v11_with_a_horizon_for_choices_kept_without_backfilling() {
-    let repo = common::repo();
     let v12 = slurp_fair::built_in("fair-v12").unwrap();
     let v11 = slurp_fair::built_in("fair-v11").unwrap();
     assert_eq!(networks(&v12), networks(&v11));
@@ -1870,21 +1864,7 @@ fn fair_v12_is_fair_v11_with_a_horizon_for_choices_kept_without_backfilling() {
         assert_eq!(other.horizon(), None);
     }
 
-    let test = Test::new().args(&[
-        "policy",
-        "shortlist",
-        "fair-v11",
-        "--committed-horizon",
-        "0.5",
-        "-o",
-        "fair-v12.onnx",
-    ]);
-    test.run().success();
-    assert!(
-        std::fs::read(test.path().join("fair-v12.onnx")).unwrap()
-            == std::fs::read(repo.join("stdlib/policies/fair-v12.onnx")).unwrap(),
-        "the card's recipe does not give fair-v12"
-    );
+    assert_shortlist_recipe("fair-v11", &["--committed-horizon", "0.5"], "fair-v12");
 }
 
 /// fair-v13 is fair-v12 with a backlog rule for its network for committed
@@ -1894,7 +1874,6 @@ fn fair_v12_is_fair_v11_with_a_horizon_for_choices_kept_without_backfilling() {
 /// --committed-backlog 1024:256`, rebuilds the shipped file byte for byte.
 #[test]
 fn fair_v13_is_fair_v12_with_a_backlog_rule_for_choices_kept_without_backfilling() {
-    let repo = common::repo();
     let v13 = slurp_fair::built_in("fair-v13").unwrap();
     let v12 = slurp_fair::built_in("fair-v12").unwrap();
     assert_eq!(networks(&v13), networks(&v12));
@@ -1909,20 +1888,64 @@ fn fair_v13_is_fair_v12_with_a_backlog_rule_for_choices_kept_without_backfilling
         assert_eq!(rule(other), None);
     }
 
-    let test = Test::new().args(&[
-        "policy",
-        "shortlist",
-        "fair-v12",
-        "--committed-backlog",
-        "1024:256",
-        "-o",
-        "fair-v13.onnx",
-    ]);
+    assert_shortlist_recipe("fair-v12", &["--committed-backlog", "1024:256"], "fair-v13");
+}
+
+/// fair-v14 is fair-v13 whose networks, once the ended jobs show exact
+/// estimates, hand their near-ties to SJF: its own within its margin
+/// (`sjf:32`), every other among all the jobs it is shown (`sjf:1e9`).
+/// Every network, shortlist, horizon and backlog rule is fair-v13's. The
+/// card's recipe rebuilds the shipped file byte for byte.
+#[test]
+fn fair_v14_is_fair_v13_handing_near_ties_to_sjf_where_estimates_are_exact() {
+    let v14 = slurp_fair::built_in("fair-v14").unwrap();
+    let v13 = slurp_fair::built_in("fair-v13").unwrap();
+    assert_eq!(networks(&v14), networks(&v13));
+    let exact = |m: &slurp_fair::Model| m.exact().map(|l| l.to_string());
+    assert_eq!(exact(&v14).as_deref(), Some("sjf:32"));
+    for net in [
+        v14.slurp_easy().unwrap(),
+        v14.committed(false),
+        v14.committed(true),
+    ] {
+        assert_eq!(exact(net).as_deref(), Some("sjf:1000000000"));
+    }
+    for easy in [false, true] {
+        let (a, b) = (v14.committed(easy), v13.committed(easy));
+        assert_eq!(a.horizon(), b.horizon());
+        assert_eq!(a.backlog(), b.backlog());
+        assert_eq!(exact(b), None);
+    }
+
+    assert_shortlist_recipe(
+        "fair-v13",
+        &[
+            "--slurp-exact",
+            "sjf:32",
+            "--slurp-easy-exact",
+            "sjf:1e9",
+            "--committed-exact",
+            "sjf:1e9",
+            "--committed-easy-exact",
+            "sjf:1e9",
+        ],
+        "fair-v14",
+    );
+}
+
+/// `slurp policy shortlist FROM FLAGS… -o NAME.onnx`, a card's recipe,
+/// rebuilds the shipped `stdlib/policies/NAME.onnx` byte for byte.
+fn assert_shortlist_recipe(from: &str, flags: &[&str], name: &str) {
+    let out = format!("{name}.onnx");
+    let mut args = vec!["policy", "shortlist", from];
+    args.extend_from_slice(flags);
+    args.extend(["-o", &out]);
+    let test = Test::new().args(&args);
     test.run().success();
     assert!(
-        std::fs::read(test.path().join("fair-v13.onnx")).unwrap()
-            == std::fs::read(repo.join("stdlib/policies/fair-v13.onnx")).unwrap(),
-        "the card's recipe does not give fair-v13"
+        std::fs::read(test.path().join(&out)).unwrap()
+            == std::fs::read(common::repo().join("stdlib/policies").join(&out)).unwrap(),
+        "the card's recipe does not give {name}"
     );
 }
 

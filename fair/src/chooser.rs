@@ -322,7 +322,9 @@ impl Chooser for Learned {
                 Some(_) => choose(&logits, self.rng.as_mut()),
                 None => {
                     let slot = pick(&logits, self.rng.as_mut());
-                    let slot = match model.shortlist() {
+                    // Once the ended jobs show exact estimates, the
+                    // network's shortlist for them (`exact.rs`).
+                    let slot = match model.shortlist_now(self.standing.exact()) {
                         Some(list) => list.pick(
                             &logits,
                             slot,
@@ -399,7 +401,8 @@ impl Chooser for Learned {
         self.clock = now;
         if let Some(&job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
-            self.standing.ended(job.user, job.procs.into(), start, now);
+            self.standing
+                .ended(job.user, job.procs.into(), job.estimate, start, now);
             self.place_user(job.user);
         }
     }

@@ -487,8 +487,14 @@ mod tests {
                             continue;
                         }
                         let (job, start) = running.swap_remove(rng.random_range(0..running.len()));
-                        let user = jobs[job as usize].0;
-                        standing.ended(user, 1 + u64::from(job % 3), Time(start * 1000), t);
+                        let (user, _, estimate) = jobs[job as usize];
+                        standing.ended(
+                            user,
+                            1 + u64::from(job % 3),
+                            estimate,
+                            Time(start * 1000),
+                            t,
+                        );
                         user
                     }
                 };

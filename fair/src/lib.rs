@@ -15,8 +15,9 @@
 //!   near its best (a model's rule per network);
 //! - [`horizon`]: a kept choice under EASY passed over when its
 //!   reservation lies too far ahead;
-//! - [`backlog`]: a kept choice's shortlist widened while the queue holds
-//!   many of its longest jobs' worth of work;
+//! - [`backlog`]: a kept choice's shortlist widened while many jobs wait;
+//! - [`exact`]: another shortlist once the ended jobs show that estimates
+//!   are exact (a trace without requested times);
 //! - [`rollout`]: episodes of a trace in the reference model, recorded as
 //!   NumPy arrays for the PyTorch trainer (`fair/trainer/`);
 //! - [`export`]: a per-slot MLP written as ONNX, the trainer's graph;
@@ -33,6 +34,7 @@
 pub mod backlog;
 pub mod chooser;
 pub mod evolve;
+pub mod exact;
 pub mod export;
 pub mod horizon;
 pub mod judge;
@@ -78,9 +80,12 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 /// - `fair-v12`: fair-v11 whose choices kept without backfilling are
 ///   reserved within the same horizon;
 /// - `fair-v13`: fair-v12 whose choices kept without backfilling hand
-///   wider near-ties to F1 while more than 1,024 jobs wait (`backlog.rs`).
+///   wider near-ties to F1 while more than 1,024 jobs wait (`backlog.rs`);
+/// - `fair-v14`: fair-v13 whose networks hand their near-ties (all of
+///   them, but for its own network's without backfilling) to SJF once the
+///   ended jobs show exact estimates (`exact.rs`).
 ///
-/// None of fair-v2 … fair-v13 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v14 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -108,6 +113,7 @@ pub(crate) fn built_in_bytes(
     const V11: &[u8] = include_bytes!("../../stdlib/policies/fair-v11.onnx");
     const V12: &[u8] = include_bytes!("../../stdlib/policies/fair-v12.onnx");
     const V13: &[u8] = include_bytes!("../../stdlib/policies/fair-v13.onnx");
+    const V14: &[u8] = include_bytes!("../../stdlib/policies/fair-v14.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -122,6 +128,7 @@ pub(crate) fn built_in_bytes(
         "fair-v11" => (V11, None, "fair-v11.onnx"),
         "fair-v12" => (V12, None, "fair-v12.onnx"),
         "fair-v13" => (V13, None, "fair-v13.onnx"),
+        "fair-v14" => (V14, None, "fair-v14.onnx"),
         _ => return None,
     })
 }

@@ -26,7 +26,9 @@
 //! for committed choices within a horizon (`horizon.rs`,
 //! [`COMMITTED_HORIZON`], [`COMMITTED_EASY_HORIZON`]) and with a wider
 //! shortlist on a deep backlog (`backlog.rs`, [`COMMITTED_BACKLOG`],
-//! [`COMMITTED_EASY_BACKLOG`]). Tools that only read
+//! [`COMMITTED_EASY_BACKLOG`]). Each network seeing v2 or later may carry a
+//! second shortlist for where the ended jobs show exact estimates
+//! (`exact.rs`, [`EXACT_SHORTLIST`] and its kin). Tools that only read
 //! ONNX see an ordinary policy network.
 
 use std::path::{Path, PathBuf};
@@ -276,6 +278,20 @@ pub const COMMITTED_EASY_SHORTLIST: &str = "slurp.committed.easy.shortlist";
 /// The same for its network for slurp's model under EASY.
 pub const SLURP_EASY_SHORTLIST: &str = "slurp.easy.shortlist";
 
+/// The metadata key of the shortlist the model's own network chooses
+/// through instead of its own once the ended jobs show exact estimates
+/// (`exact.rs`), when it has one.
+pub const EXACT_SHORTLIST: &str = "slurp.exact.shortlist";
+
+/// The same for its network for committed choices.
+pub const COMMITTED_EXACT_SHORTLIST: &str = "slurp.committed.exact.shortlist";
+
+/// The same for its network for committed choices under EASY.
+pub const COMMITTED_EASY_EXACT_SHORTLIST: &str = "slurp.committed.easy.exact.shortlist";
+
+/// The same for its network for slurp's model under EASY.
+pub const SLURP_EASY_EXACT_SHORTLIST: &str = "slurp.easy.exact.shortlist";
+
 /// The metadata key of the horizon its network for committed choices
 /// under EASY keeps its choices within (`horizon.rs`), when it has one.
 pub const COMMITTED_EASY_HORIZON: &str = "slurp.committed.easy.horizon";
@@ -379,6 +395,26 @@ fn shortlist_at(
         .transpose()
 }
 
+/// The shortlist for exact estimates under metadata `key` (`exact.rs`),
+/// if the model has one there, for the network there, which sees `sight`:
+/// v2 or later, whose standing counts the ended jobs.
+fn exact_at(
+    proto: &tract_onnx::pb::ModelProto,
+    path: &Path,
+    key: &str,
+    sight: Sight,
+) -> Result<Option<Shortlist>, ModelError> {
+    let list = shortlist_at(proto, path, key, sight)?;
+    if list.is_some() && sight == Sight::V1 {
+        return Err(ModelError::Shortlist {
+            path: path.to_owned(),
+            key: key.to_owned(),
+            reason: "the network sees observation v1, which keeps no account of the jobs that ended: a v2 … v9 network can carry one".into(),
+        });
+    }
+    Ok(list)
+}
+
 /// What the network under each metadata key is for, as errors name it.
 fn purpose(key: &str) -> &'static str {
     if key == SLURP_EASY {
@@ -410,6 +446,9 @@ pub struct Model {
     slurp_easy: Option<Arc<Model>>,
     /// The heuristic its near-ties go to, when it has one.
     shortlist: Option<Shortlist>,
+    /// The one they go to instead once estimates prove exact, when it has
+    /// one (`exact.rs`).
+    exact: Option<Shortlist>,
     /// How far ahead a choice it keeps may be reserved, when it is a
     /// network for committed choices and has a horizon.
     horizon: Option<Horizon>,
@@ -430,6 +469,7 @@ impl Clone for Model {
             committed_easy: self.committed_easy.clone(),
             slurp_easy: self.slurp_easy.clone(),
             shortlist: self.shortlist,
+            exact: self.exact,
             horizon: self.horizon,
             backlog: self.backlog,
         }
@@ -445,7 +485,7 @@ fn carried(
     sight: Sight,
     key: &str,
     sight_key: &str,
-    shortlist_key: &str,
+    (shortlist_key, exact_key): (&str, &str),
     committed_keys: Option<(&str, &str)>,
 ) -> Result<Option<Arc<Model>>, ModelError> {
     let found = proto.metadata_props.iter().find(|p| p.key == key);
@@ -493,6 +533,7 @@ fn carried(
     let bytes = crate::export::actor(&layers, own.name(), &[]);
     let mut model = Model::from_bytes(path, &bytes, None, None)?;
     model.shortlist = shortlist_at(proto, path, shortlist_key, own)?;
+    model.exact = exact_at(proto, path, exact_key, own)?;
     model.horizon = horizon;
     model.backlog = match committed_keys {
         Some((_, b)) => backlog_at(proto, path, b, key, true, model.shortlist)?,
@@ -594,7 +635,7 @@ impl Model {
             sight,
             COMMITTED,
             COMMITTED_SIGHT,
-            COMMITTED_SHORTLIST,
+            (COMMITTED_SHORTLIST, COMMITTED_EXACT_SHORTLIST),
             Some((COMMITTED_HORIZON, COMMITTED_BACKLOG)),
         )?;
         let committed_easy = carried(
@@ -603,7 +644,7 @@ impl Model {
             sight,
             COMMITTED_EASY,
             COMMITTED_EASY_SIGHT,
-            COMMITTED_EASY_SHORTLIST,
+            (COMMITTED_EASY_SHORTLIST, COMMITTED_EASY_EXACT_SHORTLIST),
             Some((COMMITTED_EASY_HORIZON, COMMITTED_EASY_BACKLOG)),
         )?;
         let slurp_easy = carried(
@@ -612,18 +653,26 @@ impl Model {
             sight,
             SLURP_EASY,
             SLURP_EASY_SIGHT,
-            SLURP_EASY_SHORTLIST,
+            (SLURP_EASY_SHORTLIST, SLURP_EASY_EXACT_SHORTLIST),
             None,
         )?;
         let shortlist = shortlist_at(&proto, path, SHORTLIST, sight)?;
+        let exact = exact_at(&proto, path, EXACT_SHORTLIST, sight)?;
         // A rule for a network the file does not carry would be read by
         // nothing: refused, not skipped (a hand-edited key, or one left
         // behind when the network was taken out).
         for (key, has, network) in [
             (SLURP_EASY_SHORTLIST, slurp_easy.is_some(), SLURP_EASY),
+            (SLURP_EASY_EXACT_SHORTLIST, slurp_easy.is_some(), SLURP_EASY),
             (COMMITTED_SHORTLIST, committed.is_some(), COMMITTED),
+            (COMMITTED_EXACT_SHORTLIST, committed.is_some(), COMMITTED),
             (
                 COMMITTED_EASY_SHORTLIST,
+                committed_easy.is_some(),
+                COMMITTED_EASY,
+            ),
+            (
+                COMMITTED_EASY_EXACT_SHORTLIST,
                 committed_easy.is_some(),
                 COMMITTED_EASY,
             ),
@@ -648,6 +697,7 @@ impl Model {
             committed_easy,
             slurp_easy,
             shortlist,
+            exact,
             horizon: None,
             backlog: None,
         };
@@ -782,6 +832,21 @@ impl Model {
         self.shortlist
     }
 
+    /// The heuristic its near-ties go to once the ended jobs show exact
+    /// estimates (`exact.rs`), when it has one.
+    pub fn exact(&self) -> Option<Shortlist> {
+        self.exact
+    }
+
+    /// The shortlist it chooses through now: its exact one where
+    /// `exact` (the standing says so) and it has one, else its own.
+    pub fn shortlist_now(&self, exact: bool) -> Option<Shortlist> {
+        match self.exact {
+            Some(list) if exact => Some(list),
+            _ => self.shortlist,
+        }
+    }
+
     /// How far ahead a choice this network keeps may be reserved
     /// (`horizon.rs`), when it has a horizon.
     pub fn horizon(&self) -> Option<Horizon> {
@@ -819,7 +884,7 @@ impl Model {
         ]
         .into_iter()
         .flatten()
-        .any(|m| m.shortlist.is_some())
+        .any(|m| m.shortlist.is_some() || m.exact.is_some())
     }
 
     /// Which evaluator runs the network: `"direct"` (the per-slot MLP,

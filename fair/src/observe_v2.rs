@@ -74,6 +74,7 @@ use rustc_hash::FxHashMap;
 use slurp_runtime::core::{FairShare, HALF_LIFE, Snapshot, Time, float_key};
 use slurp_sim::reference::Decision;
 
+use crate::exact::Estimates;
 use crate::observe::{FEATURES, Observation, SLOTS, first_by, interleave_all, slots};
 
 /// How a job's width is shown: v2's and v3's linear share of the
@@ -133,6 +134,8 @@ pub struct Standing {
     /// The largest per-user mean, kept with the means.
     largest: f64,
     pub(crate) shares: FairShare,
+    /// Whether the ended jobs ran their estimates (`exact.rs`).
+    estimates: Estimates,
 }
 
 impl Default for Standing {
@@ -141,6 +144,7 @@ impl Default for Standing {
             users: FxHashMap::default(),
             largest: 0.0,
             shares: FairShare::new(HALF_LIFE),
+            estimates: Estimates::default(),
         }
     }
 }
@@ -183,17 +187,19 @@ impl Standing {
         }
     }
 
-    /// A job of `user` holding `cores` since `start` ended `at`.
-    pub fn ended(&mut self, user: i64, cores: u64, start: Time, at: Time) {
+    /// A job of `user` holding `cores` since `start`, which asked for
+    /// `estimate` seconds, ended `at`.
+    pub fn ended(&mut self, user: i64, cores: u64, estimate: u64, start: Time, at: Time) {
         self.shares.ended(
             account(user),
             u32::try_from(cores).unwrap_or(u32::MAX),
             start,
             at,
         );
+        let run = at.0.saturating_sub(start.0).div_ceil(1000);
+        self.estimates.ended(run, estimate);
         if let Some(u) = self.users.get_mut(&user) {
             u.running = u.running.saturating_sub(cores);
-            let run = at.0.saturating_sub(start.0).div_ceil(1000);
             u.last = [run, u.last[0]];
             u.ended = (u.ended + 1).min(2);
         }
@@ -201,6 +207,12 @@ impl Standing {
 
     pub(crate) fn user(&self, user: i64) -> User {
         self.users.get(&user).copied().unwrap_or_default()
+    }
+
+    /// Whether the jobs that ended so far show exact estimates: a trace
+    /// without requested times (`exact.rs`).
+    pub fn exact(&self) -> bool {
+        self.estimates.exact()
     }
 
     /// `user`'s decayed usage at `now` (what `fairshare` ranks by).
@@ -471,8 +483,13 @@ impl Follow {
             self.ends.pop();
             let job = &d.jobs[j as usize];
             let start = Time(d.starts[j as usize] * 1000);
-            self.standing
-                .ended(job.user, job.procs.into(), start, Time(end * 1000));
+            self.standing.ended(
+                job.user,
+                job.procs.into(),
+                job.estimate,
+                start,
+                Time(end * 1000),
+            );
             self.views.place(&self.standing, job.user, now);
         }
         let jobs = self.views.slots(&self.standing, now);
@@ -824,7 +841,7 @@ mod tests {
         standing.started(1, 200, 100, 2, t(0));
         // User 2: one, slowdown 4, the largest mean; it ran 0..30 on 1.
         standing.started(2, 30, 10, 1, t(0));
-        standing.ended(2, 1, t(0), t(30));
+        standing.ended(2, 1, 60, t(0), t(30));
         let shown = [
             Shown {
                 cores: 8,

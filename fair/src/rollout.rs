@@ -55,6 +55,14 @@ impl Eyes {
             Eyes::V2(follow) => follow.observe(d),
         }
     }
+    /// Whether the jobs that ended by the last observation show exact
+    /// estimates (`exact.rs`); v1 keeps no such account.
+    pub fn exact(&self) -> bool {
+        match self {
+            Eyes::V1(..) => false,
+            Eyes::V2(follow) => follow.standing().exact(),
+        }
+    }
 }
 
 /// How the users' mean bounded slowdowns become one score (the reference's
@@ -345,7 +353,8 @@ fn episode(
 /// committed choices ([`Model::committed`], one for each backfilling mode
 /// or one for both) decides with it here, within its horizon when it has
 /// one (`horizon.rs`), with its backlog rule's margin while the queue is
-/// deep (`backlog.rs`).
+/// deep (`backlog.rs`), through its shortlist for exact estimates once the
+/// ended jobs show them (`exact.rs`).
 pub fn replay(
     model: &Model,
     workload: &Workload,
@@ -370,8 +379,9 @@ pub fn replay(
         match model.logits(&obs) {
             Ok(logits) => {
                 // On a deep backlog the shortlist hands wider near-ties
-                // to its order (`backlog.rs`).
-                let list = match (model.shortlist(), model.backlog()) {
+                // to its order (`backlog.rs`); once estimates prove exact
+                // it is the network's shortlist for them (`exact.rs`).
+                let list = match (model.shortlist_now(eyes.exact()), model.backlog()) {
                     (Some(list), Some(backlog)) if backlog.deep(d) => Some(backlog.widen(list)),
                     (list, _) => list,
                 };

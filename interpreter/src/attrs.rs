@@ -36,6 +36,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v11",
     "fair-v12",
     "fair-v13",
+    "fair-v14",
 ];
 
 /// The closest known name to a misspelt one, if any is close.

@@ -225,7 +225,7 @@ impl Workload {
         let exact = self.jobs.iter().filter(|j| j.estimate == j.run).count();
         if !self.jobs.is_empty() && exact * 10 >= self.jobs.len() * 9 {
             caveats.push(format!(
-                "{exact} of {} jobs have their run time as their estimate (a trace without requested times is replayed so): with exact estimates `sjf` is the fairest heuristic on most workloads, and the learned models (fair-v13) win under half the cells",
+                "{exact} of {} jobs have their run time as their estimate (a trace without requested times is replayed so): with exact estimates `sjf` is the fairest heuristic on most workloads, and the learned models win under half the cells (fair-v14, which hands its choices to `sjf` once it sees them, too)",
                 self.jobs.len()
             ));
         }
