@@ -62,6 +62,11 @@ pub struct Learned {
     /// The decisions, when recording an episode for the trainer.
     pub steps: Option<Vec<Step>>,
     jobs: Vec<SimJob>,
+    /// Whether each job's estimate is its own: always in a replay; in a
+    /// real run, a task's time limit (a task without one is given the
+    /// longest, which tells nothing of how well limits are set, so its end
+    /// is not counted by the rule for exact estimates, `exact.rs`).
+    limited: Vec<bool>,
     machine: Machine,
     starts: Vec<u64>,
     /// The same, to the millisecond (what usage is reckoned from).
@@ -152,7 +157,9 @@ impl Learned {
                 },
             )
         });
-        Learned::of(Who::Network(model), norm, jobs, cores, rng)
+        let mut learned = Learned::of(Who::Network(model), norm, jobs, cores, rng);
+        learned.limited = tasks.iter().map(|t| t.time_limit.is_some()).collect();
+        learned
     }
 
     /// For `window` of `workload`, keeping every decision with a choice in
@@ -200,6 +207,7 @@ impl Learned {
             starts: vec![0; jobs.len()],
             start_times: vec![Time(0); jobs.len()],
             started: Vec::new(),
+            limited: vec![true; jobs.len()],
             jobs,
             users: Users::default(),
             rng,
@@ -401,8 +409,9 @@ impl Chooser for Learned {
         self.clock = now;
         if let Some(&job) = self.jobs.get(task as usize) {
             let start = self.start_times[task as usize];
+            let estimate = self.limited[task as usize].then_some(job.estimate);
             self.standing
-                .ended(job.user, job.procs.into(), job.estimate, start, now);
+                .ended(job.user, job.procs.into(), estimate, start, now);
             self.place_user(job.user);
         }
     }
@@ -549,5 +558,39 @@ impl slurp_runtime::run::Learned for ForRuns {
             capacity.total_cores(),
             self.sample,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a real run a task without a time limit is given the longest
+    /// limit as its estimate, which says nothing of how well limits are
+    /// set: forty tasks that each ran two hours make the estimates exact
+    /// when each asked for an hour, and not when none asked for anything
+    /// (each then taken to ask for an hour too).
+    #[test]
+    fn a_real_run_counts_only_tasks_with_a_time_limit_toward_exact_estimates() {
+        let model = Arc::new(crate::built_in("fair-v14").unwrap());
+        let exact = |time_limit: Option<u64>| {
+            let tasks: Vec<Task> = (0..40)
+                .map(|i| Task {
+                    cores: 1,
+                    time_limit,
+                    user: i % 3,
+                })
+                .collect();
+            let mut learned = Learned::for_tasks(model.clone(), &tasks, 4, None);
+            for task in 0..40 {
+                learned.queued(Time(0), task);
+                learned.left(task);
+                learned.started(Time(0), task);
+                learned.ended(Time(7_200_000), task);
+            }
+            learned.standing.exact()
+        };
+        assert!(exact(Some(3_600)));
+        assert!(!exact(None));
     }
 }

@@ -22,6 +22,9 @@
 //! which `slurp_sim::Workload::caveats` names a whole trace. Users' limits
 //! are rarely so tight: 1.7% of RICC's jobs ran their estimate. Before
 //! [`SEEN`] jobs have ended a network chooses through its own shortlist.
+//! In a real run only tasks with a time limit are counted: one without is
+//! given the longest limit as its estimate, which says nothing of how well
+//! limits are set (`chooser.rs`).
 //!
 //! A network carries one (`model.rs`, [`crate::model::EXACT_SHORTLIST`]
 //! and its kin) beside its own shortlist; only a network seeing v2 or

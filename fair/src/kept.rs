@@ -491,7 +491,7 @@ mod tests {
                         standing.ended(
                             user,
                             1 + u64::from(job % 3),
-                            estimate,
+                            Some(estimate),
                             Time(start * 1000),
                             t,
                         );

@@ -188,8 +188,9 @@ impl Standing {
     }
 
     /// A job of `user` holding `cores` since `start`, which asked for
-    /// `estimate` seconds, ended `at`.
-    pub fn ended(&mut self, user: i64, cores: u64, estimate: u64, start: Time, at: Time) {
+    /// `estimate` seconds (`None`: a task without a time limit, whose
+    /// estimate says nothing of how well limits are set), ended `at`.
+    pub fn ended(&mut self, user: i64, cores: u64, estimate: Option<u64>, start: Time, at: Time) {
         self.shares.ended(
             account(user),
             u32::try_from(cores).unwrap_or(u32::MAX),
@@ -197,7 +198,9 @@ impl Standing {
             at,
         );
         let run = at.0.saturating_sub(start.0).div_ceil(1000);
-        self.estimates.ended(run, estimate);
+        if let Some(estimate) = estimate {
+            self.estimates.ended(run, estimate);
+        }
         if let Some(u) = self.users.get_mut(&user) {
             u.running = u.running.saturating_sub(cores);
             u.last = [run, u.last[0]];
@@ -486,7 +489,7 @@ impl Follow {
             self.standing.ended(
                 job.user,
                 job.procs.into(),
-                job.estimate,
+                Some(job.estimate),
                 start,
                 Time(end * 1000),
             );
@@ -841,7 +844,7 @@ mod tests {
         standing.started(1, 200, 100, 2, t(0));
         // User 2: one, slowdown 4, the largest mean; it ran 0..30 on 1.
         standing.started(2, 30, 10, 1, t(0));
-        standing.ended(2, 1, 60, t(0), t(30));
+        standing.ended(2, 1, Some(60), t(0), t(30));
         let shown = [
             Shown {
                 cores: 8,

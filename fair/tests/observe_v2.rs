@@ -68,7 +68,7 @@ fn v2_to_v9_features_equal_numpys_on_random_queues() {
             started.push(serde_json::json!([user, wait, est, c, clock]));
             let end = clock + rng.random_range(1..50_000u64);
             if end < now && rng.random::<f64>() < 0.5 {
-                standing.ended(user, c, est, ms(clock), ms(end));
+                standing.ended(user, c, Some(est), ms(clock), ms(end));
                 ended.push(serde_json::json!([user, c, clock, end]));
             }
         }
