@@ -1269,6 +1269,9 @@ fn networks_header(net: &Model) -> String {
     let listed = |m: &Model| {
         m.shortlist()
             .map_or(String::new(), |l| format!(", shortlist {l}"))
+            + &m.exact().map_or(String::new(), |l| {
+                format!(" ({l} once estimates prove exact)")
+            })
             + &m.horizon().map_or(String::new(), |h| {
                 format!(", reservations within {h}× the longest estimate")
             })

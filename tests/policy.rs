@@ -1611,6 +1611,24 @@ fn policy_shortlist_sets_and_takes_away_a_shortlist_for_exact_estimates() {
         model.shortlist().map(|l| l.to_string()).as_deref(),
         Some("f1:32")
     );
+    // The judge's table names each beside the network's own.
+    Test::new()
+        .args(&[
+            "policy",
+            "judge",
+            "fair-v14",
+            "gen:small:1",
+            "--samples",
+            "1",
+            "--len",
+            "100",
+        ])
+        .run()
+        .success()
+        .stdout_has(&[
+            "shortlist f1:32 (sjf:32 once estimates prove exact)",
+            "shortlist f1:96 (sjf:1000000000 once estimates prove exact)",
+        ]);
     // fair-v14 carries one on every network; taken away again.
     for away in [&["--slurp-exact", "none"][..], &["--clear"]] {
         let (run, bytes) = set("fair-v14", away);
