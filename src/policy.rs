@@ -577,15 +577,23 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A network's shortlists as every report names them: its own (`none`
+/// without one), then the one it plays once estimates prove exact
+/// (`exact.rs`); `None` when it has neither.
+fn shortlist_named(m: &Model) -> Option<String> {
+    match (m.shortlist(), m.exact()) {
+        (None, None) => None,
+        (Some(own), None) => Some(own.to_string()),
+        (own, Some(exact)) => Some(format!(
+            "{} ({exact} once estimates prove exact)",
+            own.map_or("none".to_owned(), |l| l.to_string())
+        )),
+    }
+}
+
 /// Each network's shortlist, as `policy shortlist` reports them.
 fn shortlists(m: &Model) -> String {
-    let rule = |m: &Model| {
-        let own = m.shortlist().map_or("none".to_owned(), |l| l.to_string());
-        match m.exact() {
-            Some(exact) => format!("{own} ({exact} with exact estimates)"),
-            None => own,
-        }
-    };
+    let rule = |m: &Model| shortlist_named(m).unwrap_or_else(|| "none".to_owned());
     let mut parts = vec![format!("its own network {}", rule(m))];
     if let Some(easy) = m.slurp_easy() {
         parts.push(format!("slurp's model under EASY {}", rule(easy)));
@@ -1267,11 +1275,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
 /// when it has none.
 fn networks_header(net: &Model) -> String {
     let listed = |m: &Model| {
-        m.shortlist()
-            .map_or(String::new(), |l| format!(", shortlist {l}"))
-            + &m.exact().map_or(String::new(), |l| {
-                format!(" ({l} once estimates prove exact)")
-            })
+        shortlist_named(m).map_or(String::new(), |l| format!(", shortlist {l}"))
             + &m.horizon().map_or(String::new(), |h| {
                 format!(", reservations within {h}× the longest estimate")
             })

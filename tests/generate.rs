@@ -162,5 +162,5 @@ fn a_generated_trace_can_leave_out_the_estimates() {
         ])
         .run()
         .success()
-        .stderr_has(&["have their run time as their estimate"]);
+        .stderr_has(&["ran their whole estimate"]);
 }

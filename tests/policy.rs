@@ -1376,6 +1376,24 @@ fn summaries(trace: &str, window: &str, model: &str, policies: &str) -> Vec<(f64
         .collect()
 }
 
+/// `slurp policy judge MODEL WORKLOAD --samples 1 --len 100` in `test`,
+/// which succeeds: one small window a cell, for what a judge prints
+/// around its figures (warnings, the model's networks).
+fn judged_briefly(test: Test, model: &str, workload: &str) -> common::Run {
+    test.args(&[
+        "policy",
+        "judge",
+        model,
+        workload,
+        "--samples",
+        "1",
+        "--len",
+        "100",
+    ])
+    .run()
+    .success()
+}
+
 /// `slurp policy shortlist MODEL -o out.onnx ARGS…`: the run, and the
 /// model it wrote, if it wrote one.
 fn shortlisted(model: &str, args: &[&str]) -> (common::Run, Option<Vec<u8>>) {
@@ -1594,10 +1612,10 @@ fn policy_shortlist_sets_and_takes_away_a_shortlist_for_exact_estimates() {
     let run = run.success();
     assert!(
         run.stderr
-            .contains("its own network f1:32 (sjf:32 with exact estimates)")
+            .contains("its own network f1:32 (sjf:32 once estimates prove exact)")
             && run
                 .stderr
-                .contains("committed choices under EASY f1:96 (fcfs:8 with exact estimates)"),
+                .contains("committed choices under EASY f1:96 (fcfs:8 once estimates prove exact)"),
         "{}",
         run.stderr
     );
@@ -1612,23 +1630,10 @@ fn policy_shortlist_sets_and_takes_away_a_shortlist_for_exact_estimates() {
         Some("f1:32")
     );
     // The judge's table names each beside the network's own.
-    Test::new()
-        .args(&[
-            "policy",
-            "judge",
-            "fair-v14",
-            "gen:small:1",
-            "--samples",
-            "1",
-            "--len",
-            "100",
-        ])
-        .run()
-        .success()
-        .stdout_has(&[
-            "shortlist f1:32 (sjf:32 once estimates prove exact)",
-            "shortlist f1:96 (sjf:1000000000 once estimates prove exact)",
-        ]);
+    judged_briefly(Test::new(), "fair-v14", "gen:small:1").stdout_has(&[
+        "shortlist f1:32 (sjf:32 once estimates prove exact)",
+        "shortlist f1:96 (sjf:1000000000 once estimates prove exact)",
+    ]);
     // fair-v14 carries one on every network; taken away again.
     for away in [&["--slurp-exact", "none"][..], &["--clear"]] {
         let (run, bytes) = set("fair-v14", away);
@@ -1744,22 +1749,8 @@ fn judging_a_trace_without_users_or_estimates_warns() {
             .collect()
     };
     let anonymous = unknown(12);
-    let judge = |file: &str, text: &str| {
-        Test::new()
-            .file(file, text)
-            .args(&[
-                "policy",
-                "judge",
-                "fair-v13",
-                file,
-                "--samples",
-                "1",
-                "--len",
-                "100",
-            ])
-            .run()
-            .success()
-    };
+    let judge =
+        |file: &str, text: &str| judged_briefly(Test::new().file(file, text), "fair-v13", file);
     let warned = judge("anonymous.swf", &anonymous).stderr_has(&[
         "anonymous.swf: names no user (field 12 is -1 for every job)",
         "say nothing about fairness",
@@ -1780,7 +1771,7 @@ fn judging_a_trace_without_users_or_estimates_warns() {
     // as the estimate, so estimates are exact.
     let exact = unknown(9);
     let warned = judge("exact.swf", &exact).stderr_has(&[
-        "exact.swf: 400 of 400 jobs have their run time as their estimate",
+        "exact.swf: 400 of 400 jobs ran their whole estimate",
         "`sjf` is the fairest heuristic",
     ]);
     assert!(

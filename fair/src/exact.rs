@@ -18,8 +18,9 @@
 //! counts the jobs that ended and those that ran at least 99% of their
 //! estimate (a job killed at its limit does too, so one site's timeouts
 //! are counted alike), and calls the estimates exact once [`SEEN`] jobs
-//! have ended and nine in ten of them ran their estimate, the share at
-//! which `slurp_sim::Workload::caveats` names a whole trace. Users' limits
+//! have ended and nine in ten of them ran their estimate: the same test
+//! (`slurp_sim::workload::ran_its_estimate`, `mostly_exact`) by which
+//! `slurp_sim::Workload::caveats` names a whole trace. Users' limits
 //! are rarely so tight: 1.7% of RICC's jobs ran their estimate. Before
 //! [`SEEN`] jobs have ended a network chooses through its own shortlist.
 //! In a real run only tasks with a time limit are counted: one without is
@@ -30,6 +31,8 @@
 //! and its kin) beside its own shortlist; only a network seeing v2 or
 //! later may, whose standing ([`crate::observe_v2::Standing`]) keeps the
 //! count.
+
+use slurp_sim::workload::{mostly_exact, ran_its_estimate};
 
 /// Jobs that must have ended before estimates can be called exact: fewer
 /// say little, and a window's first decisions are made before any ends.
@@ -47,7 +50,7 @@ impl Estimates {
     /// the same unit).
     pub fn ended(&mut self, run: u64, estimate: u64) {
         self.ended += 1;
-        if run.saturating_mul(100) >= estimate.saturating_mul(99) {
+        if ran_its_estimate(run, estimate) {
             self.whole += 1;
         }
     }
@@ -55,7 +58,7 @@ impl Estimates {
     /// Whether the ended jobs show exact estimates: at least [`SEEN`] of
     /// them, nine in ten having run their estimate.
     pub fn exact(&self) -> bool {
-        self.ended >= SEEN && self.whole * 10 >= self.ended * 9
+        self.ended >= SEEN && mostly_exact(self.whole, self.ended)
     }
 }
 
