@@ -13,12 +13,23 @@
 # POLICIES (space-separated, each as `--policy` takes it) to
 # "easy sjf+easy f1+easy fairshare+easy".
 set -euo pipefail
+[ $# -ge 2 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+# A binary is a path or a command on PATH, a trace a path: each resolved
+# from where the script was called, before it moves to the repository.
+binary() {
+  local path
+  path=$(command -v -- "$1") || { echo "sim_ab.sh: no slurp binary '$1'" >&2; exit 2; }
+  realpath -- "$path"
+}
+before=$(binary "$1")
+after=$(binary "$2")
+if [ $# -ge 3 ]; then
+  [ -f "$3" ] || { echo "sim_ab.sh: no trace '$3'" >&2; exit 2; }
+  trace=$(realpath -- "$3")
+fi
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-[ $# -ge 2 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
-before=$(realpath "$1")
-after=$(realpath "$2")
-trace=${3:-../shared/traces/RICC-2010-2.swf.xz}
+trace=${trace:-../shared/traces/RICC-2010-2.swf.xz}
 rounds=${4:-3}
 policies=${5:-easy sjf+easy f1+easy fairshare+easy}
 scratch
