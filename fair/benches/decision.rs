@@ -9,8 +9,11 @@
 //! slots within 32 logits of its best, and within 10⁹: every slot keyed),
 //! and fair-v6's networks with and without EASY (each through F1's
 //! shortlist), and fair-v9's network for committed choices under EASY
-//! seeing v5 (fair-v9) and v9 (fair-v10: its users' predicted runs); and
-//! the network alone, directly and in tract's plan.
+//! seeing v5 (fair-v9) and v9 (fair-v10: its users' predicted runs);
+//! fair-v14's networks with and without EASY, through their own
+//! shortlists and through those they switch to once estimates prove exact
+//! (`sjf:32`, and `sjf` keying every slot); and the network alone,
+//! directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -148,7 +151,12 @@ fn decisions(c: &mut Criterion) {
         let model = Model::from_bytes(Path::new(&name), &bytes, None, None).expect("it loads");
         std::sync::Arc::new(model)
     };
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 14] = [
+    // fair-v14's networks: its own (without backfilling) and slurp's
+    // model's under EASY, each through the shortlist it plays on users'
+    // estimates and the one it switches to once they prove exact.
+    let fair_v14 = std::sync::Arc::new(built("fair-v14"));
+    let fair_v14_easy = fair_v14.clone().in_slurp(true);
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 18] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
@@ -171,8 +179,19 @@ fn decisions(c: &mut Criterion) {
             &[128, 5000],
         ),
         ("v2", v2.into(), &[128, 5000]),
+        ("fair-v14", fair_v14.clone(), &[128, 5000]),
+        ("fair-v14, exact", fair_v14, &[128, 5000]),
+        ("fair-v14+easy", fair_v14_easy.clone(), &[128, 5000]),
+        ("fair-v14+easy, exact", fair_v14_easy, &[128, 5000]),
     ];
     for (name, net, depths) in &models {
+        let exact = name.ends_with(", exact");
+        if exact {
+            assert!(
+                net.exact().is_some(),
+                "{name} has a shortlist for exact estimates"
+            );
+        }
         for &queued in *depths {
             let mut queue: Vec<u32> = (200..200 + queued as u32).collect();
             let mut follow = slurp_fair::observe_v2::Follow::new(net.sight);
@@ -182,7 +201,7 @@ fn decisions(c: &mut Criterion) {
                     let obs = follow.observe(&d);
                     let logits = net.logits(&obs).expect("runs");
                     let slot = pick(&logits, None);
-                    std::hint::black_box(match net.shortlist() {
+                    std::hint::black_box(match net.shortlist_now(exact) {
                         Some(list) => {
                             list.pick(&logits, slot, &obs, &jobs, d.now, d.machine.procs())
                         }
