@@ -889,10 +889,16 @@ fn replays(args: &JudgeArgs, seed: u64) -> String {
         Some(1) => format!("each workload{span} whole, in one replay"),
         Some(n) => format!("each workload{span} whole, in {n} consecutive stretches"),
         None => format!(
-            "{} windows of {} jobs a workload (seed {seed})",
-            args.samples, args.len
+            "{} of {} jobs a workload (seed {seed})",
+            windows(args.samples),
+            args.len
         ),
     }
+}
+
+/// "1 window", "50 windows".
+fn windows(n: usize) -> String {
+    format!("{n} window{}", if n == 1 { "" } else { "s" })
 }
 
 /// One draw's table: every policy's figures per cell, and the verdict.
@@ -1026,10 +1032,10 @@ fn write_draws(
     let n = draws.len();
     writeln!(
         out,
-        "{label} (observation {}{}) on {n} draws of {} windows of {} jobs a workload (seeds {}–{}); worst user's mean bounded slowdown ÷ the fairest heuristic's in each draw, average ÷ the best heuristic's in brackets\n",
+        "{label} (observation {}{}) on {n} draws of {} of {} jobs a workload (seeds {}–{}); worst user's mean bounded slowdown ÷ the fairest heuristic's in each draw, average ÷ the best heuristic's in brackets\n",
         net.sight.name(),
         networks_header(net),
-        args.samples,
+        windows(args.samples),
         args.len,
         draws[0].seed,
         draws[n - 1].seed,

@@ -1631,6 +1631,7 @@ fn policy_shortlist_sets_and_takes_away_a_shortlist_for_exact_estimates() {
     );
     // The judge's table names each beside the network's own.
     judged_briefly(Test::new(), "fair-v14", "gen:small:1").stdout_has(&[
+        "on 1 window of 100 jobs a workload",
         "shortlist f1:32 (sjf:32 once estimates prove exact)",
         "shortlist f1:96 (sjf:1000000000 once estimates prove exact)",
     ]);
