@@ -8,17 +8,19 @@
 #
 #   bench/sim_ab.sh BEFORE AFTER [TRACE] [ROUNDS] [POLICIES]
 #
+# BEFORE and AFTER are slurp binaries (a file, or a command on PATH) and
+# TRACE a file, each relative to where the script is called from.
 # TRACE defaults to ../shared/traces/RICC-2010-2.swf.xz (447,794 jobs; read
 # once into a scratch .swf so decompression is not timed); ROUNDS to 3;
 # POLICIES (space-separated, each as `--policy` takes it) to
 # "easy sjf+easy f1+easy fairshare+easy".
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
-# A binary is a path or a command on PATH, a trace a path: each resolved
-# from where the script was called, before it moves to the repository.
+[ $# -ge 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+# Each resolved from where the script was called, before it moves to the
+# repository.
 binary() {
-  local path
-  path=$(command -v -- "$1") || { echo "sim_ab.sh: no slurp binary '$1'" >&2; exit 2; }
+  local path=$1
+  [ -f "$path" ] || path=$(command -v -- "$1") || { echo "sim_ab.sh: no slurp binary '$1'" >&2; exit 2; }
   realpath -- "$path"
 }
 before=$(binary "$1")

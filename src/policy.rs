@@ -13,6 +13,8 @@ use slurp_runtime::core::Order;
 use slurp_sim::generate::Family;
 use slurp_sim::{Window, Workload};
 
+use crate::sim::plural;
+
 #[derive(Subcommand, Debug)]
 // Each subcommand's arguments are built only when it is the one invoked
 // (or its help is shown): building all of them took a quarter of a start.
@@ -890,15 +892,10 @@ fn replays(args: &JudgeArgs, seed: u64) -> String {
         Some(n) => format!("each workload{span} whole, in {n} consecutive stretches"),
         None => format!(
             "{} of {} jobs a workload (seed {seed})",
-            windows(args.samples),
+            plural(args.samples, "window"),
             args.len
         ),
     }
-}
-
-/// "1 window", "50 windows".
-fn windows(n: usize) -> String {
-    format!("{n} window{}", if n == 1 { "" } else { "s" })
 }
 
 /// One draw's table: every policy's figures per cell, and the verdict.
@@ -1035,7 +1032,7 @@ fn write_draws(
         "{label} (observation {}{}) on {n} draws of {} of {} jobs a workload (seeds {}–{}); worst user's mean bounded slowdown ÷ the fairest heuristic's in each draw, average ÷ the best heuristic's in brackets\n",
         net.sight.name(),
         networks_header(net),
-        windows(args.samples),
+        plural(args.samples, "window"),
         args.len,
         draws[0].seed,
         draws[n - 1].seed,
