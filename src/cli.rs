@@ -86,13 +86,13 @@ struct RunArgs {
     /// an order `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`, `fairshare` (the
     /// least-served line or sweep first, Slurm's fair-share factor) alone or
     /// with `+easy` or `+conservative`; or a learned policy choosing the next
-    /// task: `fair-v14` (the newest built-in model: without backfilling its
+    /// task: `fair-v15` (the newest built-in model: without backfilling its
     /// worst-off user, a line or sweep, fares better than under every
     /// heuristic on 146 of 150 fresh multi-user workloads; with `+easy`,
     /// `fairshare+easy` is fairer on a fifth of them; once ended tasks show
     /// that time limits are their true lengths it hands near-ties to `sjf`,
     /// which is still fairer on about half such workloads), `fair-v2` …
-    /// `fair-v13` (its forerunners, stdlib/policies/MODEL_CARD.md), `fair`
+    /// `fair-v14` (its forerunners, stdlib/policies/MODEL_CARD.md), `fair`
     /// (fair-v1, the first model slurp shipped: trained on one site, it is
     /// less fair elsewhere than `fairshare+easy`) or `fair:MODEL.onnx` (`+easy` to
     /// backfill around its choice; `slurp policy train` makes one); a list such

@@ -143,7 +143,7 @@ fn horizon_arg(text: &str) -> Result<HorizonArg, String> {
 #[derive(Args, Debug)]
 pub struct JudgeArgs {
     /// The model: `fair` (the one slurp ships, fair-v1), `fair-v2` …
-    /// `fair-v14` or MODEL.onnx
+    /// `fair-v15` or MODEL.onnx
     #[arg(value_name = "MODEL")]
     model: String,
     /// Workloads: SWF traces or `gen:FAMILY:SEED`; judge on ones the model

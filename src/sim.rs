@@ -23,7 +23,7 @@ pub struct SimArgs {
     /// Policies to compare: `fcfs`, `sjf`, `f1`, `wfp3`, `unicep`,
     /// `fairshare`, each alone (no backfilling) or with `+easy` or
     /// `+conservative`; `easy` is `fcfs+easy`; learned ones, built in
-    /// (`fair`, `fair-v2` … `fair-v14`) or `fair:MODEL.onnx`, each with an
+    /// (`fair`, `fair-v2` … `fair-v15`) or `fair:MODEL.onnx`, each with an
     /// optional `+easy`
     #[arg(long, value_name = "POLICY[,POLICY...]", default_value = DEFAULT_POLICIES)]
     policy: String,

@@ -1790,6 +1790,45 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
     );
 }
 
+/// fair-v15 is fair-v14 with its network for slurp's model and real `+easy`
+/// runs replaced by v52's search of it while seeing v9 (its card's), every
+/// other network, every shortlist and every shortlist for exact estimates
+/// kept, and the card's recipe (one `ensemble.py` copy) rebuilds the
+/// shipped file byte for byte.
+#[test]
+fn fair_v15_is_fair_v14_with_the_network_for_real_easy_runs_searched_seeing_v9() {
+    let repo = common::repo();
+    let (v15, v14) = (
+        slurp_fair::built_in("fair-v15").unwrap(),
+        slurp_fair::built_in("fair-v14").unwrap(),
+    );
+    let found = searched_run(&repo, "v52-slurp-easy-v9-found.onnx");
+    assert_replaced(&v15, &v14, &[("slurp.easy", &found)]);
+    assert_eq!(v15.slurp_easy().unwrap().sight, Sight::V9);
+    let exact = |m: &slurp_fair::Model| {
+        [
+            m.exact(),
+            m.slurp_easy().unwrap().exact(),
+            m.committed(false).exact(),
+            m.committed(true).exact(),
+        ]
+    };
+    assert_eq!(exact(&v15), exact(&v14), "not fair-v14's exact shortlists");
+    assert!(exact(&v15).iter().all(Option::is_some));
+
+    let Some(rebuilt) = rebuilt_by_copies(
+        "fair-v14",
+        &[("slurp.easy", RUNS, "v52-slurp-easy-v9-found.onnx", &[])],
+        "fair-v15",
+    ) else {
+        return;
+    };
+    assert!(
+        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v15.onnx")).unwrap(),
+        "the card's recipe does not give fair-v15"
+    );
+}
+
 /// fair-v10 is fair-v9 whose network for committed choices under EASY (the
 /// reference model's) sees v9, its layers and every rule unchanged: v9 is
 /// v5 with the user's predicted runs in place of estimates, so the same

@@ -12,8 +12,9 @@
 //! seeing v5 (fair-v9) and v9 (fair-v10: its users' predicted runs);
 //! fair-v14's networks with and without EASY, through their own
 //! shortlists and through those they switch to once estimates prove exact
-//! (`sjf:32`, and `sjf` keying every slot); and the network alone,
-//! directly and in tract's plan.
+//! (`sjf:32`, and `sjf` keying every slot); fair-v15's network for
+//! `+easy` runs (fair-v14's searched again seeing v9); and the network
+//! alone, directly and in tract's plan.
 //!
 //!     cargo bench -p slurp-fair --bench decision
 
@@ -174,7 +175,10 @@ fn decisions(c: &mut Criterion) {
         exact(&fair_v14, "fair-v14, exact"),
         exact(&fair_v14_easy, "fair-v14+easy, exact"),
     );
-    let models: [(&str, std::sync::Arc<Model>, &[usize]); 18] = [
+    // fair-v15's network for `+easy` runs: it sees v9, its users'
+    // predicted runs, through fair-v14's `f1:32`.
+    let fair_v15_easy = std::sync::Arc::new(built("fair-v15")).in_slurp(true);
+    let models: [(&str, std::sync::Arc<Model>, &[usize]); 19] = [
         ("fair-v2", built("fair-v2").into(), &[128]),
         ("fair-v3", built("fair-v3").into(), &[128, 5000]),
         ("fair-v4", built("fair-v4").into(), &[128, 5000]),
@@ -201,6 +205,7 @@ fn decisions(c: &mut Criterion) {
         ("fair-v14, exact", fair_v14_exact, &[128, 5000]),
         ("fair-v14+easy", fair_v14_easy, &[128, 5000]),
         ("fair-v14+easy, exact", fair_v14_easy_exact, &[128, 5000]),
+        ("fair-v15+easy", fair_v15_easy, &[128, 5000]),
     ];
     for (name, net, depths) in &models {
         for &queued in *depths {

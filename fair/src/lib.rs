@@ -83,9 +83,11 @@ pub use observe::{FEATURES, Normalisers, Observation, SLOTS};
 ///   wider near-ties to F1 while more than 1,024 jobs wait (`backlog.rs`);
 /// - `fair-v14`: fair-v13 whose networks hand their near-ties (all of
 ///   them, but for its own network's without backfilling) to SJF once the
-///   ended jobs show exact estimates (`exact.rs`).
+///   ended jobs show exact estimates (`exact.rs`);
+/// - `fair-v15`: fair-v14 whose network for slurp's model and real `+easy`
+///   runs is searched again while seeing v9 (its users' predicted runs).
 ///
-/// None of fair-v2 … fair-v14 is the model behind `fair`: none passes that
+/// None of fair-v2 … fair-v15 is the model behind `fair`: none passes that
 /// check everywhere (MODEL_CARD.md).
 pub fn built_in(name: &str) -> Result<Model, String> {
     match spec::Source::of(name) {
@@ -114,6 +116,7 @@ pub(crate) fn built_in_bytes(
     const V12: &[u8] = include_bytes!("../../stdlib/policies/fair-v12.onnx");
     const V13: &[u8] = include_bytes!("../../stdlib/policies/fair-v13.onnx");
     const V14: &[u8] = include_bytes!("../../stdlib/policies/fair-v14.onnx");
+    const V15: &[u8] = include_bytes!("../../stdlib/policies/fair-v15.onnx");
     Some(match name {
         "fair" => (V1, Some(V1_NORMALISERS), "fair-v1.onnx"),
         "fair-v2" => (V2, None, "fair-v2.onnx"),
@@ -129,6 +132,7 @@ pub(crate) fn built_in_bytes(
         "fair-v12" => (V12, None, "fair-v12.onnx"),
         "fair-v13" => (V13, None, "fair-v13.onnx"),
         "fair-v14" => (V14, None, "fair-v14.onnx"),
+        "fair-v15" => (V15, None, "fair-v15.onnx"),
         _ => return None,
     })
 }

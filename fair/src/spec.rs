@@ -1,5 +1,5 @@
 //! Naming the learned policy on the command line: `fair` (the model slurp
-//! ships, fair-v1), `fair-v2` … `fair-v14` (built in too,
+//! ships, fair-v1), `fair-v2` … `fair-v15` (built in too,
 //! [`BUILT_IN`]), `fair:MODEL.onnx`, any with `+easy` to backfill around the
 //! task it chose while that waits.
 
@@ -10,9 +10,9 @@ use std::sync::Arc;
 use crate::{Model, ModelError};
 
 /// The names of the models built into the binary.
-pub const BUILT_IN: [&str; 14] = [
+pub const BUILT_IN: [&str; 15] = [
     "fair", "fair-v2", "fair-v3", "fair-v4", "fair-v5", "fair-v6", "fair-v7", "fair-v8", "fair-v9",
-    "fair-v10", "fair-v11", "fair-v12", "fair-v13", "fair-v14",
+    "fair-v10", "fair-v11", "fair-v12", "fair-v13", "fair-v14", "fair-v15",
 ];
 
 /// A policy error (an unknown name) with the learned policies' names added,
@@ -215,7 +215,7 @@ mod tests {
         }
         assert!(Spec::parse("fair:").unwrap().is_err());
         assert!(naming_learned("unknown policy `fair-v99`").ends_with(
-            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, fair-v6, fair-v7, fair-v8, fair-v9, fair-v10, fair-v11, fair-v12, fair-v13, fair-v14, or fair:MODEL.onnx, each with an optional +easy"
+            "; learned: fair, fair-v2, fair-v3, fair-v4, fair-v5, fair-v6, fair-v7, fair-v8, fair-v9, fair-v10, fair-v11, fair-v12, fair-v13, fair-v14, fair-v15, or fair:MODEL.onnx, each with an optional +easy"
         ));
     }
 }

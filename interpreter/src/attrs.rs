@@ -37,6 +37,7 @@ pub const POLICIES: &[&str] = &[
     "fair-v12",
     "fair-v13",
     "fair-v14",
+    "fair-v15",
 ];
 
 /// The closest known name to a misspelt one, if any is close.
