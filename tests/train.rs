@@ -1748,19 +1748,13 @@ fn fair_v8_is_fair_v7_with_the_networks_for_easy_its_card_names() {
         ],
     );
 
-    let Some(rebuilt) = rebuilt_by_copies(
+    assert_copies_recipe(
         "fair-v7",
         &[
             ("slurp.committed.easy", RUNS, "v29-committed-easy.onnx", &[]),
             ("slurp.easy", RUNS, "v30-slurp-easy.onnx", &[]),
         ],
         "fair-v8",
-    ) else {
-        return;
-    };
-    assert!(
-        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v8.onnx")).unwrap(),
-        "the card's recipe does not give fair-v8"
     );
 }
 
@@ -1777,16 +1771,10 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
         &[("slurp.easy", &searched_run(&repo, "v31-slurp-easy.onnx"))],
     );
 
-    let Some(rebuilt) = rebuilt_by_copies(
+    assert_copies_recipe(
         "fair-v8",
         &[("slurp.easy", RUNS, "v31-slurp-easy.onnx", &[])],
         "fair-v9",
-    ) else {
-        return;
-    };
-    assert!(
-        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v9.onnx")).unwrap(),
-        "the card's recipe does not give fair-v9"
     );
 }
 
@@ -1816,16 +1804,10 @@ fn fair_v15_is_fair_v14_with_the_network_for_real_easy_runs_searched_seeing_v9()
     assert_eq!(exact(&v15), exact(&v14), "not fair-v14's exact shortlists");
     assert!(exact(&v15).iter().all(Option::is_some));
 
-    let Some(rebuilt) = rebuilt_by_copies(
+    assert_copies_recipe(
         "fair-v14",
         &[("slurp.easy", RUNS, "v52-slurp-easy-v9-found.onnx", &[])],
         "fair-v15",
-    ) else {
-        return;
-    };
-    assert!(
-        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v15.onnx")).unwrap(),
-        "the card's recipe does not give fair-v15"
     );
 }
 
@@ -1837,7 +1819,6 @@ fn fair_v15_is_fair_v14_with_the_network_for_real_easy_runs_searched_seeing_v9()
 /// `ensemble.py` copy with `--observation v9`) rebuilds it byte for byte.
 #[test]
 fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
-    let repo = common::repo();
     let v10 = networks(&slurp_fair::built_in("fair-v10").unwrap());
     let v9 = networks(&slurp_fair::built_in("fair-v9").unwrap());
     for ((key, mine), (_, before)) in v10.into_iter().zip(v9) {
@@ -1849,7 +1830,7 @@ fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
         }
     }
 
-    let Some(rebuilt) = rebuilt_by_copies(
+    assert_copies_recipe(
         "fair-v9",
         &[(
             "slurp.committed.easy",
@@ -1858,12 +1839,6 @@ fn fair_v10_is_fair_v9_whose_network_for_committed_easy_choices_sees_v9() {
             &["--observation", "v9"],
         )],
         "fair-v10",
-    ) else {
-        return;
-    };
-    assert!(
-        rebuilt == std::fs::read(repo.join("stdlib/policies/fair-v10.onnx")).unwrap(),
-        "the card's recipe does not give fair-v10"
     );
 }
 
@@ -2050,22 +2025,19 @@ fn assert_replaced(
 const RUNS: &str = "fair/trainer/runs";
 const BUILT: &str = "stdlib/policies";
 
-/// The bytes a model card's recipe gives: the built-in model `base` with
-/// each `(KEY, DIR, FILE, MORE)` network copied in turn from `DIR/FILE`
-/// (`ensemble.py`, one source each, with the options `MORE`), the first
-/// copy carrying the shipped `name`'s provenance. `None`, having said why,
-/// without numpy and onnx.
-fn rebuilt_by_copies(
-    base: &str,
-    copies: &[(&str, &str, &str, &[&str])],
-    name: &str,
-) -> Option<Vec<u8>> {
+/// The model card's recipe rebuilds the shipped `name` byte for byte: the
+/// built-in model `base` with each `(KEY, DIR, FILE, MORE)` network copied
+/// in turn from `DIR/FILE` (`ensemble.py`, one source each, with the
+/// options `MORE`), the first copy carrying `name`'s provenance. Skipped,
+/// saying why, without numpy and onnx.
+fn assert_copies_recipe(base: &str, copies: &[(&str, &str, &str, &[&str])], name: &str) {
     if !python_has("numpy, onnx") {
         eprintln!("skipped rebuilding {name}: needs python3 with numpy and onnx");
-        return None;
+        return;
     }
     let repo = common::repo();
-    let trained = provenance(&repo.join(format!("stdlib/policies/{name}.onnx")));
+    let shipped = repo.join(format!("stdlib/policies/{name}.onnx"));
+    let trained = provenance(&shipped);
     assert!(trained.starts_with(&format!("{name}: {base}")), "{trained}");
     let test = Test::new();
     let mut from = repo.join(format!("stdlib/policies/{base}.onnx"));
@@ -2086,11 +2058,14 @@ fn rebuilt_by_copies(
             ]);
         }
         if !model_tool("ensemble.py", &args) {
-            return None;
+            return;
         }
         from = out;
     }
-    Some(std::fs::read(from).unwrap())
+    assert!(
+        std::fs::read(from).unwrap() == std::fs::read(shipped).unwrap(),
+        "the card's recipe does not give {name}"
+    );
 }
 
 /// A model file's `slurp.trained` text, as the onnx package reads it (the
