@@ -4,7 +4,9 @@
         --set validation fair/trainer/runs/v5-turns-s5.onnx v7=fair/trainer/runs/v7-validated-e1.onnx
 
 Each model is judged with `slurp policy judge --json` (50 windows of 1,024 jobs, seed 12345,
-unless told otherwise) on one set of workloads:
+unless told otherwise) on one set of workloads. On a production trace such as RICC, a cell's
+mean over 50 windows is set by its few worst ones (v53: one 10-second job moved a held-out
+cell from 0.50x to 1.01x), so choose between models there on `--samples 300` or more:
 
 - `validation`: seeds 2 and 4 of every generated family, and RICC's first 75% with FCFS at 3 or
   more (its busy windows). Searches may be kept (`--validate`) or chosen by these.
