@@ -1780,9 +1780,9 @@ fn fair_v9_is_fair_v8_with_the_network_for_real_easy_runs_its_card_names() {
 
 /// fair-v15 is fair-v14 with its network for slurp's model and real `+easy`
 /// runs replaced by v52's search of it while seeing v9 (its card's), every
-/// other network, every shortlist and every shortlist for exact estimates
-/// kept, and the card's recipe (one `ensemble.py` copy) rebuilds the
-/// shipped file byte for byte.
+/// other network and every rule (shortlists, those for exact estimates,
+/// horizons, backlog rules) kept, and the card's recipe (one `ensemble.py`
+/// copy) rebuilds the shipped file byte for byte.
 #[test]
 fn fair_v15_is_fair_v14_with_the_network_for_real_easy_runs_searched_seeing_v9() {
     let repo = common::repo();
@@ -1793,16 +1793,19 @@ fn fair_v15_is_fair_v14_with_the_network_for_real_easy_runs_searched_seeing_v9()
     let found = searched_run(&repo, "v52-slurp-easy-v9-found.onnx");
     assert_replaced(&v15, &v14, &[("slurp.easy", &found)]);
     assert_eq!(v15.slurp_easy().unwrap().sight, Sight::V9);
-    let exact = |m: &slurp_fair::Model| {
+    // The rules beside each network's own shortlist: for exact estimates,
+    // the horizon and the backlog rule.
+    let rules = |m: &slurp_fair::Model| {
         [
-            m.exact(),
-            m.slurp_easy().unwrap().exact(),
-            m.committed(false).exact(),
-            m.committed(true).exact(),
+            m,
+            m.slurp_easy().unwrap(),
+            m.committed(false),
+            m.committed(true),
         ]
+        .map(|n| (n.exact(), n.horizon(), n.backlog()))
     };
-    assert_eq!(exact(&v15), exact(&v14), "not fair-v14's exact shortlists");
-    assert!(exact(&v15).iter().all(Option::is_some));
+    assert_eq!(rules(&v15), rules(&v14), "not fair-v14's rules");
+    assert!(rules(&v15).iter().all(|(exact, ..)| exact.is_some()));
 
     assert_copies_recipe(
         "fair-v14",

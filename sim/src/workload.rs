@@ -244,7 +244,7 @@ impl Workload {
             .count();
         if mostly_exact(exact as u64, self.jobs.len() as u64) {
             caveats.push(format!(
-                "{exact} of {} jobs ran their whole estimate (a trace without requested times is replayed with each run time as its estimate): with exact estimates `sjf` is the fairest heuristic on most workloads, and the learned models win under half the cells (fair-v14, which hands its choices to `sjf` once it sees them, too)",
+                "{exact} of {} jobs ran their whole estimate (a trace without requested times is replayed with each run time as its estimate): with exact estimates `sjf` is the fairest heuristic on most workloads, and the learned models win under half the cells (fair-v14 and later too, which hand their choices to `sjf` once they see them)",
                 self.jobs.len()
             ));
         }
