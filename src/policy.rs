@@ -241,7 +241,7 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "MODEL.onnx", required_unless_present = "teacher")]
     model: Option<PathBuf>,
     /// Play a heuristic instead (`fcfs`, `sjf`, `f1`, `wfp3`, `unicep`; and
-    /// `fairshare` with `--sim slurp` or an observation v2 … v9) and
+    /// `fairshare` with `--sim slurp` or an observation v2 … v10) and
     /// record its choices as the actions: examples for the trainer to clone
     #[arg(long, value_name = "ORDER", conflicts_with = "model")]
     teacher: Option<String>,
@@ -259,10 +259,11 @@ pub struct RolloutArgs {
     /// wider slots, waiting jobs in each user's standing), `v4` (v3 with
     /// widths on a log scale), `v5` (v4 with each user's place in
     /// fair-share turns), `v7` (v5 with each job's urgency to its user),
-    /// `v8` (v5 with each job's cost to the whole queue) or `v9` (v5 with
-    /// each job's slowdown reckoned with its user's recent runs); a network
+    /// `v8` (v5 with each job's cost to the whole queue), `v9` (v5 with
+    /// each job's slowdown reckoned with its user's recent runs) or `v10`
+    /// (v9 with how little of each user's record is checked); a network
     /// sees what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7", "v8", "v9"])]
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7", "v8", "v9", "v10"])]
     observation: String,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -471,7 +472,7 @@ fn shortlist(args: &ShortlistArgs) -> std::io::Result<ExitCode> {
         // The count of ended jobs is kept by v2's standing and later.
         if exact && net.sight == Sight::V1 {
             return Ok(usage(format!(
-                "{flag}: the network sees observation v1, which keeps no account of the jobs that ended; a v2 … v9 model can have a shortlist for exact estimates"
+                "{flag}: the network sees observation v1, which keeps no account of the jobs that ended; a v2 … v10 model can have a shortlist for exact estimates"
             )));
         }
     }
@@ -1200,10 +1201,10 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         (Some(m), _) => (Player::Network(m), m.normalisers),
         (None, Some(name)) => match order(name) {
             // Its order is the users' usage, kept by slurp's model and, in
-            // the reference model, by the v2 … v9 observations.
+            // the reference model, by the v2 … v10 observations.
             Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
                 return Ok(usage(
-                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v9, or --sim slurp)",
+                    "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v10, or --sim slurp)",
                 ));
             }
             Ok(order) => (Player::Teacher(order), own),
@@ -1243,10 +1244,8 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
     // What a model trained on these episodes must see: v2's name, or v1's
     // scales.
     let written = match sight {
-        Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
-            serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() }))
-        }
         Sight::V1 => serde_json::to_string_pretty(&normalisers),
+        _ => serde_json::to_string_pretty(&serde_json::json!({ "observation": sight.name() })),
     }
     .map_err(std::io::Error::other)?;
     std::fs::write(args.out.join("normalisers.json"), written)?;
@@ -1262,12 +1261,9 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         mean(|t| t.metrics.avg_bounded_slowdown),
         mean(|t| t.metrics.worst_user_bounded_slowdown),
         match (&args.model, sight) {
-            (
-                _,
-                Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9,
-            ) => "",
-            (Some(path), _) if sidecar(path).exists() => "",
-            _ => " (normalisers from the trace)",
+            (Some(path), Sight::V1) if sidecar(path).exists() => "",
+            (_, Sight::V1) => " (normalisers from the trace)",
+            _ => "",
         }
     );
     Ok(ExitCode::SUCCESS)

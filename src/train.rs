@@ -142,9 +142,11 @@ pub struct TrainArgs {
     /// scale), `v5` (v4 with places in fair-share turns), `v7` (v5 with
     /// each job's urgency to its user), `v8` (v5 with each job's cost to
     /// the whole queue), `v9` (v5 with each job's slowdown reckoned with
-    /// the run time its user's last ended jobs predict) or `v3` (default:
-    /// what --init's searched network sees, if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8", "v9"])]
+    /// the run time its user's last ended jobs predict), `v10` (v9 with how
+    /// little of each user's record is checked: 1 while none of its jobs
+    /// has ended) or `v3` (default: what --init's searched network sees,
+    /// if v3 or later; else v4)
+    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8", "v9", "v10"])]
     observation: Option<String>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
@@ -1136,7 +1138,7 @@ fn keeps(m: &Model, slot: Slot, args: &TrainArgs) -> Result<Keep, String> {
     };
     if m.sight == Sight::V1 {
         return Err(format!(
-            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v9 model"
+            "sees observation v1 (scaled by one trace), which cannot carry {carried}; start from a v2 … v10 model"
         ));
     }
     let Some(main) = m.layers() else {

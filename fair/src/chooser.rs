@@ -321,9 +321,7 @@ impl Chooser for Learned {
         );
         let obs = match self.who.sight() {
             Sight::V1 => observe_slots(&decision, slots, &self.norm, &mut self.users),
-            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
-                self.observe_v2(&decision, slots, largest)
-            }
+            _ => self.observe_v2(&decision, slots, largest),
         };
         let chosen = match &self.who {
             Who::Network(model) => model.logits(&obs).map(|logits| match self.steps {

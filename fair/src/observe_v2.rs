@@ -1,4 +1,4 @@
-//! The site-independent observations (`v2` … `v9`): what a learned
+//! The site-independent observations (`v2` … `v10`): what a learned
 //! policy trained for any machine sees. Nine features a slot, every one a
 //! ratio — to the instance's cores, to the other shown jobs, to the other
 //! users — so no trace's maxima, ids or units reach the network, and a
@@ -23,13 +23,13 @@
 //!    the shown jobs;
 //! 3. `log10(s) / 3` clipped to [0, 1], `s = max(1, (w + r) / max(r, 10))`:
 //!    the bounded slowdown the job would have if it started now and ran to
-//!    its estimate. v9: with `r` the run its user's history predicts, the
-//!    mean of the user's last two ended jobs' run times (the one, if one
-//!    has ended) at most the estimate, or the estimate if none has
-//!    (`User::predicted`, read once a user; Tsafrir, Etsion and
-//!    Feitelson's prediction for backfilling, 2007): a job asking for hours
-//!    whose user's jobs run for seconds is seen at the slowdown it will be
-//!    scored at;
+//!    its estimate. v9 and v10: with `r` the run its user's history
+//!    predicts, the mean of the user's last two ended jobs' run times (the
+//!    one, if one has ended) at most the estimate, or the estimate if none
+//!    has (`User::predicted`, read once a user; Tsafrir, Etsion and
+//!    Feitelson's prediction for backfilling, 2007): a job asking for
+//!    hours whose user's jobs run for seconds is seen at the slowdown it
+//!    will be scored at;
 //! 4. `(log10(1 + w) − W) / 3` clipped to ±1, `W` the mean of
 //!    `log10(1 + w)` over the shown jobs;
 //! 5. `m_u / max_v m_v` (0 when `u` has no job counted or every mean is 0).
@@ -63,7 +63,7 @@
 //! 9. 1 if the job fits in the free cores now, else 0.
 //!
 //! The slots: v2 shows v1's (`observe.rs`: all jobs when at most 128 wait,
-//! else the shortest and the narrowest in turn); v3 … v9 a wider choice
+//! else the shortest and the narrowest in turn); v3 … v10 a wider choice
 //! when more wait ([`wide_slots`]: the oldest and each user's earliest
 //! too). Padding rows are v1's (`observe::PADDING`), mask 0.
 
@@ -109,6 +109,8 @@ pub(crate) struct User {
     /// first, and how many of them there are (at most 2): v9's history.
     last: [u64; 2],
     ended: u8,
+    /// How many of its jobs have ended (v10's feature 7).
+    done: u32,
 }
 
 impl User {
@@ -205,6 +207,7 @@ impl Standing {
             u.running = u.running.saturating_sub(cores);
             u.last = [run, u.last[0]];
             u.ended = (u.ended + 1).min(2);
+            u.done = u.done.saturating_add(1);
         }
     }
 
@@ -426,7 +429,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// For a model of `sight` (v2 … v9).
+    /// For a model of `sight` (v2 … v10).
     pub fn new(sight: crate::Sight) -> Follow {
         Follow {
             standing: Standing::default(),
@@ -660,7 +663,7 @@ fn clip(x: f64, lo: f64, hi: f64) -> f32 {
     x.clamp(lo, hi) as f32
 }
 
-/// The observation `sight` (v2 … v9) makes of `shown` (the slots' jobs, in
+/// The observation `sight` (v2 … v10) makes of `shown` (the slots' jobs, in
 /// slot order; `jobs` names each) on an instance of `cores` cores, `now`:
 /// feature 5 is v3's when the jobs still waiting are given (`projection`),
 /// v2's otherwise.
@@ -813,6 +816,12 @@ pub fn observe(
         } else {
             u.factor
         };
+        // v10: how little of the user's record is checked.
+        let seventh = if sight.history() {
+            1.0 / (1.0 + u.user.done as f32)
+        } else {
+            u.running
+        };
         features.extend_from_slice(&[
             first,
             clip((l.r - log_r) / 2.0, -1.0, 1.0),
@@ -820,7 +829,7 @@ pub fn observe(
             clip((l.w - log_w) / 3.0, -1.0, 1.0),
             u.relative,
             sixth,
-            u.running,
+            seventh,
             eighth,
             if s.fits { 1.0 } else { 0.0 },
         ]);

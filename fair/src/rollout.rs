@@ -43,9 +43,7 @@ impl Eyes {
     pub fn new(sight: Sight, norm: &Normalisers) -> Eyes {
         match sight {
             Sight::V1 => Eyes::V1(*norm, Users::default()),
-            Sight::V2 | Sight::V3 | Sight::V4 | Sight::V5 | Sight::V7 | Sight::V8 | Sight::V9 => {
-                Eyes::V2(Box::new(Follow::new(sight)))
-            }
+            _ => Eyes::V2(Box::new(Follow::new(sight))),
         }
     }
 

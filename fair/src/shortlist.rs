@@ -25,7 +25,7 @@
 //! `fairshare` hands near-ties to the user with the least decayed usage
 //! among the shown jobs' users, as `fairshare` orders its queue: the
 //! shortlist reads it from the network's observation (feature 1 of v5, v7,
-//! v8 and v9: the user's place in fair-share turns), so only a network
+//! v8, v9 and v10: the user's place in fair-share turns), so only a network
 //! seeing one of them may have it (`model.rs` refuses the rest). On
 //! fair-v10's committed EASY network it lost to F1's order (v37:
 //! `fair/trainer/runs/v37-fairshare-shortlist.md`), so no built-in model
@@ -70,11 +70,11 @@ impl Shortlist {
 
     /// Why a network seeing `sight` cannot choose through this rule, if it
     /// cannot: `fairshare` reads the users' places in fair-share turns,
-    /// which only v5, v7, v8 and v9 show.
+    /// which only v5, v7, v8, v9 and v10 show.
     pub fn unreadable_by(&self, sight: crate::Sight) -> Option<String> {
         (self.order == Order::Fairshare && !sight.turns()).then(|| {
             format!(
-                "`{self}` orders near-ties by the users' places in fair-share turns, which a network seeing {} is not shown: it needs v5, v7, v8 or v9",
+                "`{self}` orders near-ties by the users' places in fair-share turns, which a network seeing {} is not shown: it needs v5, v7, v8, v9 or v10",
                 sight.name()
             )
         })

@@ -145,12 +145,12 @@ fn a_committed_network_sees_the_observation_the_file_names_for_it() {
 
     // A name this slurp does not know is refused, naming the key.
     let mut notes = export::committed_notes(&first, Sight::V5, false).to_vec();
-    notes[1].1 = "v10".into();
+    notes[1].1 = "v11".into();
     let err = model(&by_feature(3, 1.0), &notes).unwrap_err();
     assert!(matches!(err, ModelError::Carried { .. }), "{err}");
     assert!(
         err.to_string().contains(
-            "`slurp.committed.observation` is `v10`; it may name v2, v3, v4, v5, v7, v8 or v9"
+            "`slurp.committed.observation` is `v11`; it may name v2, v3, v4, v5, v7, v8, v9 or v10"
         ),
         "{err}"
     );

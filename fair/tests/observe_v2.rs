@@ -1,5 +1,6 @@
 //! The site-independent observations (v2, v3's standing, v4's widths, v5's
-//! turns, v7's urgency, v8's queue cost, v9's predicted runs):
+//! turns, v7's urgency, v8's queue cost, v9's predicted runs, v10's
+//! unchecked records):
 //! equal to an independent NumPy computation of their definition, blind to
 //! the machine's size, and named by the model file itself.
 
@@ -32,11 +33,11 @@ fn numpy() -> bool {
 /// gone, count in each user's standing), v4's (v3's with widths on log
 /// scales), v5's (v4's with places in fair-share turns), v7's (v5's with
 /// each job's urgency to its user), v8's (v5's with each job's cost to
-/// the whole queue, which counts the jobs queued and gone again as gone)
-/// and v9's (v5's with each job's run predicted from its user's last ended
-/// jobs).
+/// the whole queue, which counts the jobs queued and gone again as gone),
+/// v9's (v5's with each job's run predicted from its user's last ended
+/// jobs) and v10's (v9's with how many of each user's jobs have ended).
 #[test]
-fn v2_to_v9_features_equal_numpys_on_random_queues() {
+fn v2_to_v10_features_equal_numpys_on_random_queues() {
     if !numpy() {
         eprintln!("skipped: needs python3 with numpy (pip install numpy)");
         return;
@@ -45,7 +46,7 @@ fn v2_to_v9_features_equal_numpys_on_random_queues() {
     let mut cases = Vec::new();
     let mut ours = Vec::new();
     for case in 0..180 {
-        // Not a multiple of the seven observations' cycle: each sees every size.
+        // Not a multiple of the eight observations' cycle: each sees every size.
         let cores: u64 = [1, 8, 64, 1000, 8192][case % 5];
         let users = rng.random_range(1..12i64);
         let mut standing = Standing::default();
@@ -149,6 +150,9 @@ fn v2_to_v9_features_equal_numpys_on_random_queues() {
         if sight.predicts() {
             case["predicts"] = serde_json::json!(true);
         }
+        if sight.history() {
+            case["history"] = serde_json::json!(true);
+        }
         cases.push(case);
     }
     let mut child = Command::new("python3")
@@ -235,18 +239,25 @@ fn a_v2_model_chooses_the_same_on_twice_the_cores() {
 
 /// v7's urgency counts a user's jobs and compares estimates, v8's queue
 /// cost sums the whole queue and takes each job's share of the cores, v9
-/// reckons with the runs of a user's ended jobs: a network that reads any
-/// of them (and every other feature) chooses the same on a workload of
-/// twice the cores with jobs twice as wide, in both simulation models.
+/// reckons with the runs of a user's ended jobs, v10 counts them: a
+/// network that reads any of them (and every other feature) chooses the
+/// same on a workload of twice the cores with jobs twice as wide, in both
+/// simulation models.
 #[test]
-fn v7_v8_and_v9_networks_choose_the_same_on_twice_the_cores() {
+fn v7_to_v10_networks_choose_the_same_on_twice_the_cores() {
     let window = Window { start: 0, len: 400 };
     let (one, two) = (
         scaled(Family::Mid, 400, 11, 1, true),
         scaled(Family::Mid, 400, 11, 2, true),
     );
-    // Each observation with the feature it adds to v5's.
-    for (sight, feature) in [(Sight::V7, 6), (Sight::V8, 8), (Sight::V9, 3)] {
+    // Each observation with the feature it changes, and the observation
+    // it changes it from.
+    for (sight, feature, from) in [
+        (Sight::V7, 6, Sight::V5),
+        (Sight::V8, 8, Sight::V5),
+        (Sight::V9, 3, Sight::V5),
+        (Sight::V10, 7, Sight::V9),
+    ] {
         let mut rng = ChaCha8Rng::seed_from_u64(6);
         let mut layers = vec![
             slurp_fair::export::Dense {
@@ -275,13 +286,13 @@ fn v7_v8_and_v9_networks_choose_the_same_on_twice_the_cores() {
             let what = format!("{sight:?}, backfill {backfill}");
             choose_alike(&model, (&one, &two), window, backfill, true, &what);
         }
-        // The same network seeing v5 makes other choices: the new feature
-        // is read.
+        // The same network seeing the other makes other choices: the new
+        // feature is read.
         let a = slurp_fair::chooser::replay(model, &one, window, false, None).unwrap();
-        let b = slurp_fair::chooser::replay(seeing(Sight::V5), &one, window, false, None).unwrap();
+        let b = slurp_fair::chooser::replay(seeing(from), &one, window, false, None).unwrap();
         assert_ne!(
             a.order, b.order,
-            "{sight:?}'s feature {feature} is not v5's"
+            "{sight:?}'s feature {feature} is not {from:?}'s"
         );
     }
 }
@@ -303,11 +314,11 @@ fn the_model_file_says_which_observation_it_sees() {
     std::fs::copy(data("actor-test.onnx"), &path).unwrap();
     std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v2"}"#).unwrap();
     assert_eq!(Model::load(&path, None).unwrap().sight, Sight::V2);
-    std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v10"}"#).unwrap();
+    std::fs::write(dir.path().join("m.onnx.json"), r#"{"observation": "v11"}"#).unwrap();
     let err = Model::load(&path, None).unwrap_err().to_string();
     assert!(
         err.contains(
-            "observation `v10`, which this slurp does not know (v1, v2, v3, v4, v5, v7, v8, v9)"
+            "observation `v11`, which this slurp does not know (v1, v2, v3, v4, v5, v7, v8, v9, v10)"
         ),
         "{err}"
     );
@@ -318,7 +329,7 @@ fn the_model_file_says_which_observation_it_sees() {
     let err = Model::load(&v12, None).unwrap_err().to_string();
     assert!(
         err.contains(
-            "`slurp.committed.easy.observation` is `v6`; it may name v2, v3, v4, v5, v7, v8 or v9"
+            "`slurp.committed.easy.observation` is `v6`; it may name v2, v3, v4, v5, v7, v8, v9 or v10"
         ),
         "{err}"
     );
@@ -326,7 +337,8 @@ fn the_model_file_says_which_observation_it_sees() {
     for sight in Sight::ALL {
         assert_eq!(Sight::from_name(sight.name()), Some(sight));
     }
-    assert_eq!(Sight::from_name("v10"), None);
+    assert_eq!(Sight::from_name("v10"), Some(Sight::V10));
+    assert_eq!(Sight::from_name("v11"), None);
 }
 
 /// What a search from a network of one observation stops reading to see
@@ -345,4 +357,10 @@ fn a_start_is_refolded_at_exactly_the_inputs_that_change_meaning() {
     // v9's feature 3 is v5's for a user with no job ended: nothing folds.
     assert!(Sight::V9.refolded(Sight::V5).is_empty());
     assert_eq!(Sight::V9.refolded(Sight::V8), vec![(7, 0.0)]);
+    // v10's feature 7 is the unchecked record, the others' the running
+    // share: a start from either stops reading it, at 0.
+    assert_eq!(Sight::V10.refolded(Sight::V9), vec![(6, 0.0)]);
+    assert_eq!(Sight::V9.refolded(Sight::V10), vec![(6, 0.0)]);
+    assert_eq!(Sight::V10.refolded(Sight::V7), vec![(5, 1.0), (6, 0.0)]);
+    assert_eq!(Sight::V10.refolded(Sight::V8), vec![(6, 0.0), (7, 0.0)]);
 }

@@ -79,7 +79,7 @@ def main():
     ap.add_argument("--trained", help="the result's provenance (`slurp.trained`, which `slurp policy "
                     "judge` and the model card quote) in place of BASE's")
     # slurp's site-independent observations (fair/src/model.rs, `Sight`; there is no v6).
-    ap.add_argument("--observation", choices=["v2", "v3", "v4", "v5", "v7", "v8", "v9"],
+    ap.add_argument("--observation", choices=["v2", "v3", "v4", "v5", "v7", "v8", "v9", "v10"],
                     help="the observation the result sees in place of its sources' (weights unchanged)")
     args = ap.parse_args()
     parts, seeing = [], None

@@ -1,10 +1,11 @@
-"""The v2 to v9 observations computed independently with NumPy, from their
+"""The v2 to v10 observations computed independently with NumPy, from their
 definition in fair/src/observe_v2.rs (module header). Reads JSON cases on stdin, each
 {"cores": C, "now": T, "started": [[user, wait, estimate, cores, start], ...],
  "ended": [[user, cores, start, end], ...], "shown": [[cores, estimate, wait, user, fits], ...]},
-for v3 to v9 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
-for v4 to v9 "widths": "logs", for v5, v7, v8 and v9 "turns": true, for v7 "urgency": true,
-for v8 "queue_cost": true, for v9 "predicts": true ("ended" in the order the ends were seen);
+for v3 to v10 also "waiting": [[user, submit, estimate], ...] (the jobs still queued),
+for v4 to v10 "widths": "logs", for v5, v7 to v10 "turns": true, for v7 "urgency": true,
+for v8 "queue_cost": true, for v9 and v10 "predicts": true ("ended" in the order the ends
+were seen), for v10 "history": true;
 times in seconds. Writes, for each, the 128 x 9 features as one flat list (JSON).
 """
 
@@ -75,6 +76,18 @@ def features(case):
     # v8: the queue's rate of slowdown, Q = sum of 1 / max(r, 10) over the waiting jobs.
     queue_cost = case.get("queue_cost", False)
     rate = sum(1.0 / max(est_w, 10) for _, _, est_w in case.get("waiting", []))
+    # v10: how little of a user's record is checked, 1 / (1 + its ended jobs).
+    history_shown = case.get("history", False)
+
+    def sixth(i, u):
+        if urgent:
+            return np.clip(1 + np.log10(g[i] / top) / 4, 0, 1)
+        return factor(u)
+
+    def seventh(u):
+        if history_shown:
+            return 1.0 / (1 + len(history.get(u, [])))
+        return min(running.get(u, 0) / c, 1.0)
     for i in range(len(shown)):
         u = int(user[i])
         m = mean.get(u)
@@ -105,8 +118,8 @@ def features(case):
             np.clip(np.log10(slow) / 3, 0, 1),
             np.clip((np.log10(1 + wait[i]) - log_w) / 3, -1, 1),
             0.0 if m is None or largest <= 0 else m / largest,
-            np.clip(1 + np.log10(g[i] / top) / 4, 0, 1) if urgent else factor(u),
-            min(running.get(u, 0) / c, 1.0),
+            sixth(i, u),
+            seventh(u),
             eighth,
             1.0 if fits[i] else 0.0,
         ]
