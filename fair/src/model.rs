@@ -140,13 +140,15 @@ pub enum Sight {
     /// v9 with feature 7 how little of the user's record is checked: `1 /
     /// (1 + e)`, `e` the user's jobs that have ended — 1 for a user none of
     /// whose jobs has ended (its estimates unchecked, and v9's predicted
-    /// run its estimate), ½ after one, towards 0 for a long record. The
-    /// jobs v9 networks under EASY mis-serve are light users' short jobs
-    /// asking for hours before any of their user's jobs has ended. It
-    /// replaces the share of the cores the user's running jobs hold, the
-    /// feature fair-v15's network for EASY loses least without (v55: its
-    /// validation loss rises 0.022 with it folded, 0.049 and 0.164 with
-    /// feature 8 or 6).
+    /// run its estimate), ½ after one, towards 0 for a long record. Among
+    /// the jobs v9 networks under EASY serve worse than `fairshare` are
+    /// light users' short jobs asking for hours before any of their user's
+    /// jobs has ended. It replaces the share of the cores the user's
+    /// running jobs hold, the feature fair-v15's network for EASY loses
+    /// least without (v55: its validation loss rises 0.022 with it folded,
+    /// 0.049 and 0.164 with feature 8 or 6). Three searches from fair-v15
+    /// seeing it were no fairer on fresh workloads (v55), so no built-in
+    /// model sees it.
     V10,
 }
 
