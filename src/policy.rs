@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use slurp_fair::observe::Normalisers;
 use slurp_fair::rollout::{self, Options, Player, Score};
@@ -234,6 +235,19 @@ pub struct GenerateArgs {
     output: Option<PathBuf>,
 }
 
+/// `--observation`'s values: the names of [`Sight::ALL`] from `oldest`
+/// on, read as the observation itself, so that every observation slurp
+/// knows is offered and no name can slip through unread.
+pub(crate) fn observations(oldest: Sight) -> impl TypedValueParser<Value = Sight> {
+    let names: Vec<&'static str> = Sight::ALL
+        .into_iter()
+        .skip_while(|&s| s != oldest)
+        .map(Sight::name)
+        .collect();
+    PossibleValuesParser::new(names)
+        .map(|name| Sight::from_name(&name).expect("a name from Sight::ALL"))
+}
+
 #[derive(Args, Debug)]
 pub struct RolloutArgs {
     /// The policy network (ONNX; inputs obs f32[1,128,9], mask f32[1,128];
@@ -263,8 +277,8 @@ pub struct RolloutArgs {
     /// each job's slowdown reckoned with its user's recent runs) or `v10`
     /// (v9 with how little of each user's record is checked); a network
     /// sees what it was trained on
-    #[arg(long, value_name = "V", default_value = "v1", value_parser = ["v1", "v2", "v3", "v4", "v5", "v7", "v8", "v9", "v10"])]
-    observation: String,
+    #[arg(long, value_name = "V", default_value = "v1", value_parser = observations(Sight::V1))]
+    observation: Sight,
     /// Episodes to play
     #[arg(long, value_name = "N", default_value_t = 100)]
     trajectories: usize,
@@ -1202,7 +1216,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         (None, Some(name)) => match order(name) {
             // Its order is the users' usage, kept by slurp's model and, in
             // the reference model, by the v2 … v10 observations.
-            Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == "v1" => {
+            Ok(Order::Fairshare) if args.sim != "slurp" && args.observation == Sight::V1 => {
                 return Ok(usage(
                     "--teacher fairshare: ranks users by their usage, which the v1 observation does not keep (add --observation v2 … v10, or --sim slurp)",
                 ));
@@ -1227,8 +1241,7 @@ fn rollout(args: &RolloutArgs) -> std::io::Result<ExitCode> {
         } else {
             slurp_sim::Model::Reference
         },
-        // clap admits only the names `Sight` knows.
-        sight: Sight::from_name(&args.observation).unwrap_or(Sight::V1),
+        sight: args.observation,
         mixed: args.mixed_backfill,
     };
     let sight = match &model {

@@ -146,8 +146,8 @@ pub struct TrainArgs {
     /// little of each user's record is checked: 1 while none of its jobs
     /// has ended) or `v3` (default: what --init's searched network sees,
     /// if v3 or later; else v4)
-    #[arg(long, value_name = "V", value_parser = ["v3", "v4", "v5", "v7", "v8", "v9", "v10"])]
-    observation: Option<String>,
+    #[arg(long, value_name = "V", value_parser = crate::policy::observations(Sight::V3))]
+    observation: Option<Sight>,
     /// evolve: keep the generation mean that scores best on these traces'
     /// windows (drawn as the training ones; never searched on): a network
     /// that only fits the training windows is not the one kept
@@ -490,13 +490,10 @@ fn evolve(
             Err(why) => return usage(format!("{path}: {why}")).map(Some),
         },
     };
-    // clap admits only `v3` … `v8`. Each network of a model sees
-    // its own observation (the model file says which), so the one searched
-    // may see another than the one kept beside it.
-    let sight = match (
-        args.observation.as_deref().and_then(Sight::from_name),
-        &init,
-    ) {
+    // clap admits v3 and later. Each network of a model sees its own
+    // observation (the model file says which), so the one searched may see
+    // another than the one kept beside it.
+    let sight = match (args.observation, &init) {
         (Some(asked), _) => asked,
         (None, Some((_, m))) => {
             let searched = searched(m, slot).sight;

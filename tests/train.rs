@@ -359,6 +359,71 @@ fn a_second_interrupt_ends_a_search_at_once() {
     assert!(!dir.path().join("site.onnx").exists(), "nothing written");
 }
 
+/// `--observation` offers every observation slurp knows (v3 on for a
+/// search, v1 on for a rollout) and refuses any other name, listing them:
+/// the values come from `Sight::ALL`, so a new observation cannot be left
+/// out of either command.
+#[test]
+fn observations_offered_are_those_slurp_knows_and_no_other() {
+    let names = |from: usize| {
+        Sight::ALL[from..]
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for bad in ["v6", "v11", "V9"] {
+        small_search("m.onnx", "1", &["--observation", bad])
+            .run()
+            .invalid()
+            .stderr_has(&[
+                &format!("invalid value '{bad}' for '--observation <V>'"),
+                &format!("[possible values: {}]", names(2)),
+            ]);
+        Test::new()
+            .args(&[
+                "policy",
+                "rollout",
+                "--teacher",
+                "fcfs",
+                "--trace",
+                "gen:small:1",
+                "--out",
+                "r",
+                "--observation",
+                bad,
+            ])
+            .run()
+            .invalid()
+            .stderr_has(&[&format!("[possible values: {}]", names(0))]);
+    }
+    assert_eq!(Sight::ALL[2], Sight::V3);
+    // The newest is read as itself: the rollout's episodes say they were
+    // observed with it.
+    let newest = Sight::ALL.last().unwrap().name();
+    let trace = std::fs::read(common::repo().join("sim/tests/data/lublin256-2001-3024.swf"));
+    let test = Test::new().file("t.swf", trace.unwrap()).args(&[
+        "policy",
+        "rollout",
+        "--teacher",
+        "fcfs",
+        "--trace",
+        "t.swf",
+        "--trajectories",
+        "1",
+        "--len",
+        "32",
+        "--out",
+        "out",
+        "--observation",
+        newest,
+    ]);
+    test.run().success();
+    let written = std::fs::read_to_string(test.path().join("out/normalisers.json")).unwrap();
+    let written: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(written["observation"], newest);
+}
+
 #[test]
 fn search_options_out_of_range_are_refused_before_the_search() {
     for (option, value, said) in [

@@ -106,10 +106,10 @@ pub(crate) struct User {
     mean: f64,
     pub(crate) running: u64,
     /// The run times (seconds) of its last two ended jobs, the latest
-    /// first, and how many of them there are (at most 2): v9's history.
+    /// first (v9's history; those not yet ended are 0).
     last: [u64; 2],
-    ended: u8,
-    /// How many of its jobs have ended (v10's feature 7).
+    /// How many of its jobs have ended: v9 reads at most two runs, v10's
+    /// feature 7 the count.
     done: u32,
 }
 
@@ -119,10 +119,10 @@ impl User {
     /// one, if one has ended), at most the estimate; the estimate if none
     /// has.
     pub(crate) fn predicted(&self, estimate: u64) -> u64 {
-        match self.ended {
-            2 => ((self.last[0] + self.last[1]) / 2).min(estimate),
+        match self.done {
+            0 => estimate,
             1 => self.last[0].min(estimate),
-            _ => estimate,
+            _ => ((self.last[0] + self.last[1]) / 2).min(estimate),
         }
     }
 }
@@ -206,7 +206,6 @@ impl Standing {
         if let Some(u) = self.users.get_mut(&user) {
             u.running = u.running.saturating_sub(cores);
             u.last = [run, u.last[0]];
-            u.ended = (u.ended + 1).min(2);
             u.done = u.done.saturating_add(1);
         }
     }
